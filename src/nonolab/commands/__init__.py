@@ -1,0 +1,1 @@
+"""Sub-commands of the ``nonolab`` CLI: each module defines ``register(subparsers)``."""

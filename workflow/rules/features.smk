@@ -1,0 +1,1 @@
+# Stage: features. Rules are added by the features work (see issue tracker).

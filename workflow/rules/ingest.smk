@@ -1,0 +1,1 @@
+# Stage: ingest. Rules are added by the ingest work (see issue tracker).
