@@ -12,6 +12,15 @@ configfile: "config/config.yaml"
 include: "workflow/rules/common.smk"
 include: "workflow/rules/ingest.smk"
 include: "workflow/rules/features.smk"
+include: "workflow/rules/sat.smk"
+include: "workflow/rules/linesolve.smk"
+include: "workflow/rules/pool.smk"
+include: "workflow/rules/pauses.smk"
+include: "workflow/rules/ranking.smk"
+include: "workflow/rules/themes.smk"
+include: "workflow/rules/models.smk"
+include: "workflow/rules/figures.smk"
+include: "workflow/rules/simulate.smk"
 
 
 rule all:

@@ -18,6 +18,7 @@ import hashlib
 import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
 Clue = tuple[int, ...]
 Grid = tuple[tuple[int, ...], ...]
@@ -187,3 +188,46 @@ def satisfies(puzzle: Puzzle, grid: Sequence[Sequence[int]]) -> bool:
 def grid_to_strings(grid: Sequence[Sequence[int]]) -> list[str]:
     """Return ``grid`` as row strings of ``#`` (filled) and ``.`` (empty)."""
     return ["".join("#" if v else "." for v in row) for row in grid]
+
+
+def load_study_puzzles(path: str | Path) -> list[Puzzle]:
+    """Return the puzzles of a study puzzle file (a JSON list of ``{id, solution, clues}``).
+
+    Each puzzle is labelled with its study id (as a string). The clues given in the file are
+    checked against the solution; a mismatch raises :class:`PuzzleError` naming the file, the
+    puzzle id and the line. A puzzle with no ``clues`` gets them from its solution; one with no
+    ``solution`` is loaded from its clues alone.
+    """
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise FileNotFoundError(f"puzzle file {path} does not exist") from None
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise PuzzleError(f"{path}: not a JSON puzzle file ({exc})") from None
+    if isinstance(data, dict) and "puzzles" in data:
+        data = data["puzzles"]
+    if not isinstance(data, list):
+        raise PuzzleError(f"{path}: expected a JSON list of puzzles")
+    out: list[Puzzle] = []
+    seen: set[str] = set()
+    for i, item in enumerate(data):
+        if not isinstance(item, dict):
+            raise PuzzleError(f"{path}: entry {i} is not an object")
+        label = str(item.get("id", i))
+        if label in seen:
+            raise PuzzleError(f"{path}: puzzle id {label} appears twice")
+        seen.add(label)
+        sol = item.get("solution")
+        clues = item.get("clues")
+        try:
+            if clues is None:
+                if sol is None:
+                    raise PuzzleError("neither clues nor solution given")
+                p = Puzzle.from_grid(sol, label=label)
+            else:
+                p = Puzzle(rows=clues["rows"], cols=clues["columns"], solution=sol, label=label)
+        except (PuzzleError, KeyError, TypeError) as exc:
+            raise PuzzleError(f"{path}: puzzle id {label}: {exc}") from None
+        out.append(p)
+    return out
