@@ -27,3 +27,9 @@ rule all:
     default_target: True
     input:
         ALL_TARGETS,
+        FIGURES,
+
+
+rule figures:
+    input:
+        FIGURES,

@@ -19,3 +19,5 @@ ENV = str(REPO / "envs" / "nonolab.yaml")
 
 # Final outputs; each stage's rules file appends its own.
 ALL_TARGETS = []
+# Figure outputs; each stage's rules file appends its own (`make figures` redraws only these).
+FIGURES = []
