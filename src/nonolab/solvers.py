@@ -1,0 +1,318 @@
+"""Run python-sat solvers on Nonogram encodings: statistics, solutions, uniqueness.
+
+One run = one fresh solver built with every clause of an :class:`~nonolab.encodings.Encoding`
+(``bootstrap_with``, in the encoding's clause order), solved once; statistics are read with
+python-sat's ``accum_stats()``. This is how the published statistics were produced
+(METHODS.md section 2) and runs are deterministic (same puzzle, encoding and solver => same
+counts).
+
+Budgets: ``conf_budget`` (conflicts) and ``time_limit_s`` (wall seconds, via a timer that calls
+``interrupt()``) turn a run that would take too long into status ``"unknown"`` rather than a
+hang. Every grid returned is verified against the clues (:func:`nonolab.puzzles.check_solution`).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+from pysat.solvers import Solver, SolverNames
+
+from nonolab.encodings import Encoding, get_encoding
+from nonolab.puzzles import Grid, Puzzle, PuzzleError, check_solution
+
+#: Solvers whose ``accum_stats()`` report all four counters meaningfully and that support
+#: ``solve_limited`` (budgets). Excluded, with the evidence in docs/decisions.md: ``maplesat``
+#: and ``maplecm`` (propagations always reported as 0), ``lingeling`` (no ``solve_limited``,
+#: so no budget), ``kissat404`` (no statistics exposed), ``cryptosat``/``minisatgh`` (not built).
+STATS_SOLVERS: tuple[str, ...] = (
+    "minisat22",
+    "minisatep",
+    "minicard",
+    "glucose3",
+    "glucose4",
+    "glucose42",
+    "gluecard3",
+    "gluecard4",
+    "cadical103",
+    "cadical153",
+    "cadical195",
+    "cadical300",
+    "maplechrono",
+    "mergesat3",
+    "ergo",
+)
+
+#: The three solvers of the published study, in its order.
+STUDY_SOLVERS: tuple[str, ...] = ("minisat22", "glucose42", "cadical195")
+
+#: Solvers without ``solve_limited``: they can only run without budgets.
+NO_BUDGET_SOLVERS: frozenset[str] = frozenset({"lingeling"})
+
+#: Solvers with a conflict budget but no ``interrupt()`` in python-sat: no wall-time limit.
+NO_INTERRUPT_SOLVERS: frozenset[str] = frozenset(
+    {"cadical103", "cadical153", "cadical195", "cadical300", "lingeling"}
+)
+
+STAT_COLUMNS = ("decisions", "propagations", "conflicts", "restarts")
+RECORD_COLUMNS = (
+    "puzzle_hash",
+    "puzzle_id",
+    "encoding",
+    "solver",
+    "variables",
+    "clauses",
+    "decisions",
+    "propagations",
+    "conflicts",
+    "restarts",
+    "time_s",
+    "status",
+)
+
+
+def available_solvers() -> list[str]:
+    """Return the canonical names of every solver python-sat knows, whether built or not."""
+    return sorted(k for k in vars(SolverNames) if not k.startswith("_"))
+
+
+def canonical_solver(name: str) -> str:
+    """Return the canonical python-sat name for ``name`` or an alias (``m22``, ``g42``, ``cd19``...).
+
+    Raises ``ValueError`` listing the known names for an unknown one.
+    """
+    low = name.lower()
+    for canon, aliases in vars(SolverNames).items():
+        if canon.startswith("_"):
+            continue
+        if low == canon or low in aliases:
+            return canon
+    raise ValueError(f"unknown solver {name!r}; known: {', '.join(available_solvers())}")
+
+
+@dataclass(frozen=True)
+class SolveResult:
+    """One solver run on one encoding.
+
+    ``status``: ``"sat"``, ``"unsat"`` or ``"unknown"`` (budget exhausted). ``model``: the
+    solver's model (signed literals) when sat, else None. ``stats``: ``accum_stats()`` counters
+    (decisions, propagations, conflicts, restarts). ``time_s``: wall seconds of the solve call.
+    """
+
+    status: str
+    model: list[int] | None
+    stats: dict[str, int]
+    time_s: float
+
+
+def run_solver(
+    clauses: Sequence[Sequence[int]],
+    solver: str = "minisat22",
+    *,
+    conf_budget: int | None = None,
+    time_limit_s: float | None = None,
+    extra_clauses: Sequence[Sequence[int]] = (),
+) -> SolveResult:
+    """Return the result of one fresh ``solver`` built with ``clauses`` and solved once.
+
+    With a budget the run uses ``solve_limited`` and returns status ``"unknown"`` when the
+    conflict budget is used up or ``time_limit_s`` wall seconds pass.
+    """
+    name = _check_budgets(solver, conf_budget, time_limit_s)
+    with Solver(name=name, bootstrap_with=[list(c) for c in clauses]) as s:
+        for cl in extra_clauses:
+            s.add_clause(list(cl))
+        return _solve(s, conf_budget, time_limit_s)
+
+
+def supports_time_limit(solver: str) -> bool:
+    """Return True when python-sat can interrupt ``solver`` (so ``time_limit_s`` works)."""
+    return canonical_solver(solver) not in NO_INTERRUPT_SOLVERS
+
+
+def _check_budgets(solver: str, conf_budget: int | None, time_limit_s: float | None) -> str:
+    name = canonical_solver(solver)
+    if (conf_budget is not None or time_limit_s is not None) and name in NO_BUDGET_SOLVERS:
+        raise ValueError(f"solver {name} does not support budgets (no solve_limited in python-sat)")
+    if time_limit_s is not None and name in NO_INTERRUPT_SOLVERS:
+        raise ValueError(
+            f"solver {name} cannot be interrupted in python-sat: use conf_budget, not time_limit_s"
+        )
+    if conf_budget is not None and conf_budget < 0:
+        raise ValueError(f"conf_budget must be >= 0, got {conf_budget}")
+    if time_limit_s is not None and time_limit_s <= 0:
+        raise ValueError(f"time_limit_s must be > 0, got {time_limit_s}")
+    return name
+
+
+def _solve(s: Solver, conf_budget: int | None, time_limit_s: float | None) -> SolveResult:
+    timer = None
+    t0 = time.perf_counter()
+    if conf_budget is None and time_limit_s is None:
+        res = s.solve()
+    else:
+        if conf_budget is not None:
+            s.conf_budget(int(conf_budget))
+        if time_limit_s is not None:
+            timer = threading.Timer(time_limit_s, s.interrupt)
+            timer.daemon = True
+            timer.start()
+        try:
+            res = s.solve_limited(expect_interrupt=time_limit_s is not None)
+        finally:
+            if timer is not None:
+                timer.cancel()
+                s.clear_interrupt()
+    elapsed = time.perf_counter() - t0
+    stats = s.accum_stats() or {}
+    stats = {k: int(stats.get(k, 0)) for k in STAT_COLUMNS}
+    if res is None:
+        return SolveResult("unknown", None, stats, elapsed)
+    if res:
+        return SolveResult("sat", list(s.get_model()), stats, elapsed)
+    return SolveResult("unsat", None, stats, elapsed)
+
+
+def _verified_grid(puzzle: Puzzle, enc: Encoding, model: Sequence[int]) -> Grid:
+    grid = enc.decode(model)
+    try:
+        check_solution(puzzle, grid)
+    except PuzzleError as exc:
+        raise PuzzleError(
+            f"encoding {enc.name} produced a model that violates the clues: {exc}"
+        ) from None
+    return grid
+
+
+def solver_record(
+    puzzle: Puzzle,
+    encoding: str = "block_start",
+    solver: str = "minisat22",
+    *,
+    conf_budget: int | None = None,
+    time_limit_s: float | None = None,
+    enc: Encoding | None = None,
+) -> dict[str, Any]:
+    """Return one tidy record (keys :data:`RECORD_COLUMNS`) of ``solver`` on ``puzzle``.
+
+    ``variables``/``clauses`` are the encoding's input sizes; the four counters come from
+    ``accum_stats()``; ``time_s`` is the wall time of the solve call in seconds; ``status`` is
+    ``sat``/``unsat``/``unknown``. A sat model is checked against the clues.
+    """
+    if enc is None:
+        enc = get_encoding(encoding)(puzzle)
+    res = run_solver(enc.clauses, solver, conf_budget=conf_budget, time_limit_s=time_limit_s)
+    if res.status == "sat":
+        _verified_grid(puzzle, enc, res.model or [])
+    return {
+        "puzzle_hash": puzzle.hash,
+        "puzzle_id": puzzle.label,
+        "encoding": enc.name,
+        "solver": canonical_solver(solver),
+        "variables": enc.nvars,
+        "clauses": len(enc.clauses),
+        **res.stats,
+        "time_s": res.time_s,
+        "status": res.status,
+    }
+
+
+def stats_table(
+    puzzles: Iterable[Puzzle],
+    encodings: Iterable[str] = ("block_start",),
+    solvers: Iterable[str] = STUDY_SOLVERS,
+    *,
+    conf_budget: int | None = None,
+    time_limit_s: float | None = None,
+) -> pd.DataFrame:
+    """Return one row per puzzle x encoding x solver (columns :data:`RECORD_COLUMNS`).
+
+    Rows come in input order: puzzles, then encodings, then solvers. Each encoding is built
+    once per puzzle. ``time_limit_s`` applies to the solvers python-sat can interrupt
+    (:func:`supports_time_limit`); the others (CaDiCaL) are bounded by ``conf_budget`` only.
+    """
+    encodings = list(encodings)
+    solvers = [canonical_solver(s) for s in solvers]
+    rows = []
+    for p in puzzles:
+        for e in encodings:
+            enc = get_encoding(e)(p)
+            for s in solvers:
+                tl = time_limit_s if supports_time_limit(s) else None
+                rows.append(
+                    solver_record(p, e, s, conf_budget=conf_budget, time_limit_s=tl, enc=enc)
+                )
+    return pd.DataFrame(rows, columns=list(RECORD_COLUMNS))
+
+
+def solve_puzzle(
+    puzzle: Puzzle,
+    encoding: str = "block_start",
+    solver: str = "minisat22",
+    *,
+    conf_budget: int | None = None,
+    time_limit_s: float | None = None,
+) -> tuple[str, Grid | None]:
+    """Return ``(status, grid)``: one solution of ``puzzle`` (verified) or None when not sat."""
+    enc = get_encoding(encoding)(puzzle)
+    res = run_solver(enc.clauses, solver, conf_budget=conf_budget, time_limit_s=time_limit_s)
+    if res.status != "sat":
+        return res.status, None
+    return "sat", _verified_grid(puzzle, enc, res.model or [])
+
+
+@dataclass(frozen=True)
+class Uniqueness:
+    """Answer of :func:`uniqueness`.
+
+    ``status``: ``"unique"``, ``"multiple"``, ``"unsat"`` or ``"unknown"`` (budget used up).
+    ``grid``: the first solution found (None when unsat/unknown before any), ``second_grid``:
+    a different solution when ``multiple``. ``stats``: counters summed over both solve calls;
+    ``time_s``: total wall seconds.
+    """
+
+    status: str
+    grid: Grid | None
+    second_grid: Grid | None
+    stats: dict[str, int]
+    time_s: float
+
+
+def uniqueness(
+    puzzle: Puzzle,
+    encoding: str = "block_start",
+    solver: str = "minisat22",
+    *,
+    conf_budget: int | None = None,
+    time_limit_s: float | None = None,
+) -> Uniqueness:
+    """Return whether ``puzzle`` has no, one, or several solutions.
+
+    Solve once; if sat, add the clause blocking the first grid (over cell variables only) to
+    the same solver instance and solve again: unsat => ``unique``, sat => ``multiple`` (with the
+    second grid). Budgets apply to each solve call separately. Both grids are verified.
+    """
+    name = _check_budgets(solver, conf_budget, time_limit_s)
+    enc = get_encoding(encoding)(puzzle)
+    with Solver(name=name, bootstrap_with=enc.clauses) as s:
+        first = _solve(s, conf_budget, time_limit_s)
+        if first.status != "sat":
+            return Uniqueness(first.status, None, None, first.stats, first.time_s)
+        grid = _verified_grid(puzzle, enc, first.model or [])
+        s.add_clause(enc.blocking_clause(first.model or []))
+        second = _solve(s, conf_budget, time_limit_s)
+    total_time = first.time_s + second.time_s
+    # accum_stats() is cumulative over the instance's lifetime: the second read is the total.
+    stats = second.stats
+    if second.status == "unsat":
+        return Uniqueness("unique", grid, None, stats, total_time)
+    if second.status == "unknown":
+        return Uniqueness("unknown", grid, None, stats, total_time)
+    other = _verified_grid(puzzle, enc, second.model or [])
+    if other == grid:
+        raise PuzzleError("blocking clause did not exclude the first grid (encoding bug)")
+    return Uniqueness("multiple", grid, other, stats, total_time)
