@@ -1,1 +1,102 @@
-# Stage: pool.
+# Stage: pool. A pool of random unique puzzles, generated and measured in independent shard jobs,
+# merged, then the paper's selection (METHODS 1): drop the top fraction by the selection metric,
+# take the lowest, the nearest-median and the highest. Library: nonolab.sweep.
+#
+# Two pools, same rules: `pool` (config pool.size / pool.shards; part of `all`, small by default)
+# and `pool_paper` (config pool.paper.size / pool.paper.shards; the paper's 1,000-puzzle pool,
+# run it with `snakemake pool_paper`). A 100,000-puzzle pool is a config change:
+# `--config pool='{size: 100000, shards: 500}'` on a cluster profile (docs/cluster.md).
+
+
+include: "pool_common.smk"
+
+
+rule pool_shard:
+    output:
+        pool="results/{pool}/shard_{shard}/pool.csv",
+        metrics="results/{pool}/shard_{shard}/metrics.csv",
+        timing="results/{pool}/shard_{shard}/timing.csv",
+    log:
+        "results/logs/{pool}/shard_{shard}.log",
+    wildcard_constraints:
+        **POOL_WILDCARDS,
+    conda:
+        "../../envs/nonolab.yaml"
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=pool_shard_runtime,
+    params:
+        settings=lambda wildcards: pool_settings(wildcards.pool),
+        shard=lambda wildcards: int(wildcards.shard),
+    script:
+        "../../scripts/pool_shard.py"
+
+
+rule pool_merge:
+    input:
+        pool=pool_shard_files("pool"),
+        metrics=pool_shard_files("metrics"),
+        timing=pool_shard_files("timing"),
+    output:
+        pool="results/{pool}/pool.csv",
+        metrics="results/{pool}/metrics.csv",
+        timing="results/{pool}/timing.csv",
+        excluded="results/{pool}/excluded.csv",
+    log:
+        "results/logs/{pool}/merge.log",
+    wildcard_constraints:
+        **POOL_WILDCARDS,
+    conda:
+        "../../envs/nonolab.yaml"
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    params:
+        settings=lambda wildcards: pool_settings(wildcards.pool),
+    script:
+        "../../scripts/pool_merge.py"
+
+
+rule pool_select:
+    input:
+        pool="results/{pool}/pool.csv",
+        metrics="results/{pool}/metrics.csv",
+        excluded="results/{pool}/excluded.csv",
+    output:
+        selected=report(
+            "results/{pool}/selected.csv",
+            caption="../report/pool_selected.rst",
+            category="Puzzle pool",
+        ),
+        puzzles="results/{pool}/selected_puzzles.json",
+    log:
+        "results/logs/{pool}/select.log",
+    wildcard_constraints:
+        **POOL_WILDCARDS,
+    conda:
+        "../../envs/nonolab.yaml"
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    params:
+        settings=lambda wildcards: pool_settings(wildcards.pool),
+    script:
+        "../../scripts/pool_select.py"
+
+
+rule pool:
+    input:
+        "results/pool/selected.csv",
+        "results/pool/selected_puzzles.json",
+
+
+rule pool_paper:
+    input:
+        "results/pool_paper/selected.csv",
+        "results/pool_paper/selected_puzzles.json",
+
+
+ALL_TARGETS.extend(["results/pool/selected.csv", "results/pool/selected_puzzles.json"])

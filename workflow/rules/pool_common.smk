@@ -1,0 +1,46 @@
+# Helpers of the pool stage (workflow/rules/pool.smk): pool settings and shard file lists.
+
+POOLS = ("pool", "pool_paper")
+
+# Rule-local wildcard constraints (a global block would also bind other stages' wildcards).
+POOL_WILDCARDS = {"pool": "|".join(POOLS), "shard": r"\d+"}
+
+
+def pool_settings(pool):
+    """Return the effective settings of pool `pool` (`pool` or `pool_paper`) as a plain dict."""
+    cfg = dict(config["pool"])
+    if pool == "pool_paper":
+        cfg.update(cfg.get("paper", {}))
+    cfg.pop("paper", None)
+    if cfg.get("seed") is None:
+        cfg["seed"] = config["seed"]
+    return cfg
+
+
+def pool_shard_files(kind):
+    """Input function: the `kind` table (`pool`, `metrics`, `timing`) of every shard."""
+
+    def files(wildcards):
+        n = int(pool_settings(wildcards.pool)["shards"])
+        return expand(
+            "results/{pool}/shard_{shard}/{kind}.csv",
+            pool=wildcards.pool,
+            shard=range(n),
+            kind=kind,
+        )
+
+    return files
+
+
+def pool_shard_runtime(wildcards):
+    """Minutes for one shard job. Measured on one core (docs/decisions.md, "Scale-out"): a 10x10
+    puzzle with 50 filled cells takes about 8 ms to generate (uniqueness proofs of the rejected
+    grids included) and well under 1 ms per solver run. Estimate 0.05 s per puzzle and run,
+    scaled by grid area relative to 10x10 (larger grids are harder: raise it with
+    --set-resources pool_shard:runtime=... when the grid grows), plus 5 minutes of start-up.
+    """
+    cfg = pool_settings(wildcards.pool)
+    per_shard = -(-int(cfg["size"]) // int(cfg["shards"]))
+    runs = 1 + len(cfg["solvers"]) * len(cfg["encodings"])
+    area = int(cfg["height"]) * int(cfg["width"]) / 100
+    return 5 + int(per_shard * runs * area * 0.05 / 60)
