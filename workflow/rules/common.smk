@@ -21,3 +21,33 @@ ENV = str(REPO / "envs" / "nonolab.yaml")
 ALL_TARGETS = []
 # Figure outputs; each stage's rules file appends its own (`make figures` redraws only these).
 FIGURES = []
+
+# Study preset (config/studies/*.yaml; `preset: auto` matches the study's puzzle-file sha256).
+from nonolab.study import resolve_preset
+
+_PRESET = resolve_preset(STUDY, config["preset"])
+PRESET = _PRESET.data
+PRESET_NAME = _PRESET.name
+PRESET_FILE = str(_PRESET.path)
+
+
+def study_path(key, default=None):
+    """Absolute path of a preset file entry; `key` may be dotted (e.g. `themes.coded_responses`).
+
+    Returns `default` when the preset has no such entry.
+    """
+    node = PRESET
+    for part in key.split("."):
+        if not isinstance(node, dict) or part not in node:
+            return default
+        node = node[part]
+    return str(Path(STUDY) / node)
+
+
+def study_logs():
+    """Every log file the preset's globs match now (sorted; empty if the study is not there)."""
+    root = Path(STUDY)
+    found = set()
+    for pattern in PRESET.get("log_globs", []):
+        found.update(str(p) for p in root.glob(pattern) if p.is_file())
+    return sorted(found)

@@ -1,1 +1,45 @@
-# Stage: ingest. Rules are added by the ingest work (see issue tracker).
+# Stage: ingest. Raw study logs -> tidy tables + exclusion ledger (nonolab.ingest).
+INGEST_TABLES = [
+    "events",
+    "attempts",
+    "participants",
+    "ratings",
+    "survey_texts",
+    "puzzles",
+    "ledger",
+]
+INGEST_CSV = ["attempts", "participants", "ratings", "ledger"]
+
+
+rule ingest:
+    input:
+        puzzles=study_path("puzzle_file"),
+        preset=PRESET_FILE,
+        logs=study_logs(),
+    output:
+        parquet=expand("results/ingest/{t}.parquet", t=INGEST_TABLES),
+        csv=[
+            report(
+                f"results/ingest/{t}.csv",
+                caption=f"../report/ingest_{t}.rst",
+                category="Ingest",
+            )
+            for t in INGEST_CSV
+        ],
+        summary="results/ingest/summary.json",
+    log:
+        "results/logs/ingest.log",
+    conda:
+        "../../envs/nonolab.yaml"
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    params:
+        study=STUDY,
+        preset=config["preset"],
+    script:
+        "../../scripts/ingest.py"
+
+
+ALL_TARGETS.extend(["results/ingest/summary.json"])

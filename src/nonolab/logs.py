@@ -1,0 +1,333 @@
+"""Parse study log lines (NDJSON) into validated event records.
+
+Every line of a participant log is one JSON object with an ISO-8601 UTC time ``t`` (with a
+timezone) and a ``type``. Handling is table-driven: :data:`EVENT_SPECS` maps each known type to
+its *role* and its fields. A simulator that writes logs must follow this table.
+
+================================  ===========  =================================================
+type                              role         fields (required unless marked ``?``)
+================================  ===========  =================================================
+``session_start_three``           session      ``queue`` (list of puzzle ids), ``schedule_idx``?
+``session_end``                   session      (none); its ``t`` is the completion time, so it
+                                               may precede the post-survey line
+``survey_submit``                 survey       ``survey_type`` (``pre``, ``puzzle_K``, ``post``),
+                                               ``puzzle_idx``? (0-based or null), ``answers``
+``move``                          interaction  ``r``, ``c``, ``value`` (1 filled, -1 crossed,
+                                               0 cleared)
+``drag``                          interaction  ``mode`` (``flip``/``cross``/``cross_toggle``),
+                                               ``start``/``end``/``normalized_start``/
+                                               ``normalized_end`` (``{r, c}``),
+                                               ``changed_cells`` (rectangle size)
+``hint``                          interaction  ``r``, ``c`` (the revealed cell)
+``check_bank``                    interaction  ``puzzle_id``, ``solved`` (bool), ``mismatches``
+                                               (list)
+``undo``                          interaction  ``label``?, ``diffs_len``?
+``reset``                         interaction  (none)
+``skip_puzzle``                   interaction  ``idx``?, ``puzzle_id``
+``puzzle_advanced``               interaction  ``from_idx``?, ``to_idx``?, ``puzzle_id`` (the
+                                               *next* puzzle)
+``hint_none``                     marker       (none): hint refused (rate-limited)
+``completed_all_three``           marker       (none): all puzzles solved
+``ended_without_full_completion`` marker       ``solved_flags``, ``skipped_flags``?
+================================  ===========  =================================================
+
+Roles: ``session`` and ``survey`` events are not interaction; ``interaction`` events are player
+actions; ``marker`` events are platform notices that the published analysis nevertheless
+counted as interaction (it excluded only session and survey events). :data:`IGNORED_TYPES` lists
+types that are read and counted but not used (none in the public study). Any other type is an
+unknown type: the line is ledgered and counted, not used.
+
+:func:`parse_line` raises :class:`LogLineError` (a ``ValueError``) naming the file and line for
+anything it cannot use; it raises nothing else.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+ROLES = ("session", "survey", "interaction", "marker")
+DRAG_MODES = ("flip", "cross", "cross_toggle")
+MOVE_VALUES = (-1, 0, 1)
+
+
+class LogLineError(ValueError):
+    """A log line cannot be used; ``source`` is ``file:line``, ``reason`` says why."""
+
+    def __init__(self, source: str, reason: str):
+        super().__init__(f"{source}: {reason}")
+        self.source = source
+        self.reason = reason
+
+
+class UnknownEventType(LogLineError):
+    """A well-formed line whose ``type`` is not in :data:`EVENT_SPECS`."""
+
+
+def _int(v: Any) -> int:
+    if isinstance(v, bool) or not isinstance(v, int):
+        raise TypeError(f"expected an integer, got {v!r}")
+    return v
+
+
+def _nonneg_int(v: Any) -> int:
+    v = _int(v)
+    if v < 0:
+        raise TypeError(f"expected a non-negative integer, got {v}")
+    return v
+
+
+def _opt_int(v: Any) -> int | None:
+    return None if v is None else _int(v)
+
+
+def _bool(v: Any) -> bool:
+    if not isinstance(v, bool):
+        raise TypeError(f"expected true/false, got {v!r}")
+    return v
+
+
+def _str(v: Any) -> str:
+    if not isinstance(v, str):
+        raise TypeError(f"expected a string, got {v!r}")
+    return v
+
+
+def _cell(v: Any) -> tuple[int, int]:
+    if not isinstance(v, dict) or "r" not in v or "c" not in v:
+        raise TypeError(f"expected a cell {{r, c}}, got {v!r}")
+    return (_nonneg_int(v["r"]), _nonneg_int(v["c"]))
+
+
+def _move_value(v: Any) -> int:
+    v = _int(v)
+    if v not in MOVE_VALUES:
+        raise TypeError(f"move value must be 1, -1 or 0, got {v}")
+    return v
+
+
+def _mode(v: Any) -> str:
+    if v not in DRAG_MODES:
+        raise TypeError(f"drag mode must be one of {DRAG_MODES}, got {v!r}")
+    return v
+
+
+def _int_list(v: Any) -> list[int]:
+    if not isinstance(v, list):
+        raise TypeError(f"expected a list of integers, got {v!r}")
+    return [_int(x) for x in v]
+
+
+def _bool_list(v: Any) -> list[bool | None]:
+    if not isinstance(v, list) or any(x is not None and not isinstance(x, bool) for x in v):
+        raise TypeError(f"expected a list of true/false, got {v!r}")
+    return list(v)
+
+
+def _list(v: Any) -> list[Any]:
+    if not isinstance(v, list):
+        raise TypeError(f"expected a list, got {v!r}")
+    return v
+
+
+def _dict(v: Any) -> dict[str, Any]:
+    if not isinstance(v, dict):
+        raise TypeError(f"expected an object, got {v!r}")
+    return v
+
+
+def _survey_type(v: Any) -> str:
+    v = _str(v)
+    if v in ("pre", "post"):
+        return v
+    if v.startswith("puzzle_") and v[7:].isdigit() and int(v[7:]) >= 1:
+        return v
+    raise TypeError(f"survey_type must be pre, post or puzzle_K (K >= 1), got {v!r}")
+
+
+Validator = Callable[[Any], Any]
+
+
+@dataclass(frozen=True)
+class EventSpec:
+    """How one event type is read: its role, required and optional fields with validators."""
+
+    role: str
+    required: Mapping[str, Validator]
+    optional: Mapping[str, Validator]
+    doc: str = ""
+
+
+EVENT_SPECS: dict[str, EventSpec] = {
+    "session_start_three": EventSpec(
+        "session", {"queue": _int_list}, {"schedule_idx": _opt_int}, "session start"
+    ),
+    "session_end": EventSpec("session", {}, {}, "session end (completion time)"),
+    "survey_submit": EventSpec(
+        "survey",
+        {"survey_type": _survey_type, "answers": _dict},
+        {"puzzle_idx": _opt_int},
+        "survey submission",
+    ),
+    "move": EventSpec(
+        "interaction",
+        {"r": _nonneg_int, "c": _nonneg_int, "value": _move_value},
+        {},
+        "one cell set",
+    ),
+    "drag": EventSpec(
+        "interaction",
+        {
+            "mode": _mode,
+            "normalized_start": _cell,
+            "normalized_end": _cell,
+            "changed_cells": _nonneg_int,
+        },
+        {"start": _cell, "end": _cell},
+        "rectangle of cells set by one gesture",
+    ),
+    "hint": EventSpec("interaction", {"r": _nonneg_int, "c": _nonneg_int}, {}, "hint"),
+    "check_bank": EventSpec(
+        "interaction",
+        {"puzzle_id": _int, "solved": _bool, "mismatches": _list},
+        {},
+        "board checked",
+    ),
+    "undo": EventSpec("interaction", {}, {"label": _str, "diffs_len": _opt_int}, "undo"),
+    "reset": EventSpec("interaction", {}, {}, "board cleared"),
+    "skip_puzzle": EventSpec(
+        "interaction", {"puzzle_id": _int}, {"idx": _opt_int}, "puzzle skipped"
+    ),
+    "puzzle_advanced": EventSpec(
+        "interaction",
+        {"puzzle_id": _int},
+        {"from_idx": _opt_int, "to_idx": _opt_int},
+        "moved on to the next puzzle (puzzle_id = next puzzle)",
+    ),
+    "hint_none": EventSpec("marker", {}, {}, "hint refused"),
+    "completed_all_three": EventSpec("marker", {}, {}, "all puzzles solved"),
+    "ended_without_full_completion": EventSpec(
+        "marker",
+        {"solved_flags": _bool_list},
+        {"skipped_flags": _bool_list},
+        "session ended with unsolved puzzles",
+    ),
+}
+
+#: Types read and counted but deliberately not used (none in the public study).
+IGNORED_TYPES: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True)
+class Event:
+    """One parsed log line: ``type``, UTC time ``t``, role and validated fields."""
+
+    type: str
+    t: datetime
+    role: str
+    fields: dict[str, Any]
+    line_no: int
+    raw: str
+
+
+def parse_time(value: Any) -> datetime:
+    """Return the aware UTC datetime of an ISO-8601 string; raise ``ValueError`` otherwise."""
+    if not isinstance(value, str):
+        raise ValueError(f"t must be an ISO-8601 string, got {value!r}")
+    try:
+        dt = datetime.fromisoformat(value)
+    except ValueError:
+        raise ValueError(f"t is not an ISO-8601 time: {value!r}") from None
+    if dt.tzinfo is None:
+        raise ValueError(f"t has no time zone: {value!r}")
+    return dt.astimezone(UTC)
+
+
+def parse_line(text: str | bytes, source: str = "<log>", line_no: int = 0) -> Event:
+    """Return the :class:`Event` of one log line.
+
+    Raises :class:`LogLineError` (``source:line`` and a reason) for non-UTF-8 bytes, non-JSON
+    text, a non-object, a missing/invalid ``t`` or ``type``, or a field that fails its
+    validator; :class:`UnknownEventType` for a type not in :data:`EVENT_SPECS`.
+    """
+    where = f"{source}:{line_no}"
+    if isinstance(text, bytes):
+        try:
+            text = text.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise LogLineError(where, f"not UTF-8 ({exc.reason} at byte {exc.start})") from None
+    stripped = text.strip()
+    if not stripped:
+        raise LogLineError(where, "empty line")
+    try:
+        obj = json.loads(stripped, parse_constant=_reject_constant)
+    except (json.JSONDecodeError, ValueError, RecursionError) as exc:
+        raise LogLineError(where, f"not a JSON object ({exc})") from None
+    if not isinstance(obj, dict):
+        raise LogLineError(where, f"not a JSON object (a {type(obj).__name__})")
+    typ = obj.get("type")
+    if not isinstance(typ, str) or not typ:
+        raise LogLineError(where, "missing or non-string 'type'")
+    if "t" not in obj:
+        raise LogLineError(where, f"{typ} event has no time 't'")
+    try:
+        t = parse_time(obj["t"])
+    except (ValueError, OverflowError) as exc:
+        raise LogLineError(where, str(exc)) from None
+    spec = EVENT_SPECS.get(typ)
+    if spec is None:
+        if typ in IGNORED_TYPES:
+            return Event(typ, t, "ignored", {}, line_no, stripped)
+        raise UnknownEventType(where, f"unknown event type {typ!r}")
+    fields: dict[str, Any] = {}
+    for name, check in spec.required.items():
+        if name not in obj:
+            raise LogLineError(where, f"{typ} event lacks field {name!r}")
+        try:
+            fields[name] = check(obj[name])
+        except (TypeError, ValueError) as exc:
+            raise LogLineError(where, f"{typ} field {name!r}: {exc}") from None
+    for name, check in spec.optional.items():
+        if name in obj:
+            try:
+                fields[name] = check(obj[name])
+            except (TypeError, ValueError) as exc:
+                raise LogLineError(where, f"{typ} field {name!r}: {exc}") from None
+    return Event(typ, t, spec.role, fields, line_no, stripped)
+
+
+def _reject_constant(name: str) -> float:
+    if name in ("NaN", "Infinity", "-Infinity"):
+        raise ValueError(f"non-standard JSON constant {name}")
+    return math.nan  # pragma: no cover
+
+
+def read_log_lines(path: str, source: str) -> tuple[list[Event], list[LogLineError], int]:
+    """Return (events, errors, lines_read) for every non-blank line of the file at ``path``.
+
+    Lines are split on ``\\n`` (CRLF tolerated); bytes are decoded per line, so one bad line
+    does not lose the rest. A last line without a newline that fails to parse is reported as
+    truncated.
+    """
+    with open(path, "rb") as fh:
+        data = fh.read()
+    lines = data.split(b"\n")
+    ends_with_newline = data.endswith(b"\n")
+    events: list[Event] = []
+    errors: list[LogLineError] = []
+    n = 0
+    for i, raw in enumerate(lines, start=1):
+        if not raw.strip():
+            continue
+        n += 1
+        try:
+            events.append(parse_line(raw, source, i))
+        except LogLineError as exc:
+            if i == len(lines) and not ends_with_newline and not isinstance(exc, UnknownEventType):
+                exc = LogLineError(exc.source, f"truncated last line ({exc.reason})")
+            errors.append(exc)
+    return events, errors, n
