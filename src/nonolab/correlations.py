@@ -1,0 +1,228 @@
+"""Puzzle-level Spearman correlations of difficulty with SAT metrics (Table 1, METHODS 8).
+
+Two alignments of solver statistics to served puzzles:
+
+* ``corrected``: each served puzzle gets the statistics of the puzzle with the same
+  ``puzzle_hash``;
+* ``published``: the original analysis joined by row position, so the served puzzle at sorted
+  position ``k`` got the statistics of row ``k`` of the pool-ordered statistics table. Which puzzle
+  row ``k`` *is* follows from its variable and clause counts (unique per puzzle), so the published
+  mapping is derived from the published table itself (:func:`published_alignment`), not typed in.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+METRICS: tuple[str, ...] = ("decisions", "propagations", "conflicts")
+TABLE1_COLUMNS = [
+    "alignment",
+    "solver",
+    "encoding",
+    "metric",
+    "n",
+    "bt_rho",
+    "bt_p",
+    "raw_rho",
+    "raw_p",
+    "perm_p",
+    "raw_perm_p",
+]
+
+
+def _ranks(x: np.ndarray) -> np.ndarray:
+    return stats.rankdata(x, method="average")
+
+
+def _pearson_rows(rx: np.ndarray, rys: np.ndarray) -> np.ndarray:
+    """Pearson r of vector ``rx`` with each row of ``rys``."""
+    xc = rx - rx.mean()
+    yc = rys - rys.mean(axis=1, keepdims=True)
+    den = np.sqrt((xc**2).sum()) * np.sqrt((yc**2).sum(axis=1))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return (yc @ xc) / den
+
+
+def spearman_permutation_p(
+    x: Sequence[float],
+    y: Sequence[float],
+    exact_max_n: int = 8,
+    n_perm: int = 100_000,
+    seed: int = 0,
+) -> float:
+    """Return the two-sided permutation p-value of Spearman's rho between ``x`` and ``y``.
+
+    The null distribution permutes ``y`` against ``x``: all ``n!`` orderings when
+    ``n <= exact_max_n`` (p = share of orderings with ``|rho| >= |rho_obs|``), else ``n_perm``
+    seeded Monte Carlo orderings with ``p = (1 + hits) / (1 + n_perm)``. NaN when either variable
+    is constant.
+    """
+    x = np.asarray(x, dtype=float)
+    y = np.asarray(y, dtype=float)
+    if x.shape != y.shape or x.ndim != 1:
+        raise ValueError("x and y must be 1-D and of equal length")
+    n = len(x)
+    rx, ry = _ranks(x), _ranks(y)
+    if np.ptp(rx) == 0 or np.ptp(ry) == 0:
+        return float("nan")
+    obs = abs(float(_pearson_rows(rx, ry[None, :])[0]))
+    tol = 1e-12
+    if n <= exact_max_n:
+        perms = np.array(list(itertools.permutations(range(n))))
+        r = _pearson_rows(rx, ry[perms])
+        return float(np.mean(np.abs(r) >= obs - tol))
+    rng = np.random.default_rng(seed)
+    hits = 0
+    left = n_perm
+    while left:
+        m = min(left, 10_000)
+        idx = np.argsort(rng.random((m, n)), axis=1)
+        hits += int(np.sum(np.abs(_pearson_rows(rx, ry[idx])) >= obs - tol))
+        left -= m
+    return (1 + hits) / (1 + n_perm)
+
+
+def published_alignment(
+    pool_table: pd.DataFrame,
+    served: pd.DataFrame,
+    sizes: pd.DataFrame,
+) -> dict[str, str]:
+    """Return the published row-position join: served ``puzzle_id`` -> ``puzzle_hash`` whose
+    statistics the published tables used.
+
+    ``pool_table``: the published statistics table in its own row order, with ``nvars_input`` and
+    ``nclauses_input``. ``served``: ``puzzle_id``, ``puzzle_hash`` of the served puzzles.
+    ``sizes``: ``puzzle_hash``, ``variables``, ``clauses`` of the same encoding as the published
+    table. The served puzzles, sorted by numeric id, are paired with the table's rows in order;
+    each row is identified by its (variables, clauses) pair, which must match exactly one puzzle.
+    """
+    if len(pool_table) != len(served):
+        raise ValueError(
+            f"published statistics table has {len(pool_table)} rows but {len(served)} puzzles "
+            "were served; the row-position join is undefined"
+        )
+    key = sizes.drop_duplicates("puzzle_hash").set_index("puzzle_hash")[["variables", "clauses"]]
+    key = key.loc[key.index.isin(set(served["puzzle_hash"]))]
+    order = sorted(served["puzzle_id"].astype(str), key=lambda s: (len(s), s))
+    hash_of = dict(zip(served["puzzle_id"].astype(str), served["puzzle_hash"], strict=True))
+    out = {}
+    for k, (_, row) in enumerate(pool_table.reset_index(drop=True).iterrows()):
+        nv, nc = int(row["nvars_input"]), int(row["nclauses_input"])
+        hit = key.index[(key["variables"] == nv) & (key["clauses"] == nc)].tolist()
+        if len(hit) != 1:
+            raise ValueError(
+                f"published statistics row {k} ({nv} variables, {nc} clauses) matches "
+                f"{len(hit)} served puzzles; cannot identify it"
+            )
+        out[order[k]] = hit[0]
+    assert set(out.values()) <= set(hash_of.values())
+    return out
+
+
+def aligned_metrics(
+    metrics: pd.DataFrame,
+    served: pd.DataFrame,
+    mapping: dict[str, str] | None = None,
+) -> pd.DataFrame:
+    """Return the SAT metrics assigned to each served puzzle.
+
+    ``metrics``: ``puzzle_hash``, ``solver``, ``encoding`` and metric columns. ``served``:
+    ``puzzle_id``, ``puzzle_hash``. ``mapping`` (served id -> source hash) gives the published
+    alignment; ``None`` joins by the puzzle's own hash. Output: one row per served puzzle x
+    solver x encoding with ``puzzle_id``, ``puzzle_hash`` (the served puzzle), ``source_hash``
+    (whose statistics were used) and the metric columns.
+    """
+    s = served[["puzzle_id", "puzzle_hash"]].copy()
+    s["puzzle_id"] = s["puzzle_id"].astype(str)
+    s["source_hash"] = (
+        s["puzzle_hash"] if mapping is None else s["puzzle_id"].map(mapping).fillna("")
+    )
+    if (s["source_hash"] == "").any():
+        raise ValueError(f"no published alignment for served ids {s.loc[s.source_hash == '']}")
+    m = metrics.drop(columns=[c for c in ("puzzle_id",) if c in metrics.columns])
+    m = m.rename(columns={"puzzle_hash": "source_hash"})
+    out = s.merge(m, on="source_hash", how="inner", validate="one_to_many")
+    return out.sort_values(["solver", "encoding", "puzzle_id"], kind="stable").reset_index(
+        drop=True
+    )
+
+
+def table1(
+    strengths: pd.DataFrame,
+    raw_means: pd.Series,
+    aligned: dict[str, pd.DataFrame],
+    metrics: Sequence[str] = METRICS,
+    exact_max_n: int = 8,
+    n_perm: int = 100_000,
+    seed: int = 0,
+) -> pd.DataFrame:
+    """Return Table 1: Spearman rho/p of BT strength and of the raw mean rating with each metric.
+
+    ``strengths``: ``puzzle_id``, ``strength``; ``raw_means``: mean final rating indexed by
+    ``puzzle_id``; ``aligned``: alignment name -> :func:`aligned_metrics` output. One row per
+    alignment x solver x encoding x metric (columns :data:`TABLE1_COLUMNS`); ``perm_p`` and
+    ``raw_perm_p`` are permutation p-values (:func:`spearman_permutation_p`).
+    """
+    bt = strengths.assign(puzzle_id=strengths["puzzle_id"].astype(str)).set_index("puzzle_id")
+    raw = raw_means.copy()
+    raw.index = raw.index.astype(str)
+    rows = []
+    for alignment, am in aligned.items():
+        for (solver, enc), g in am.groupby(["solver", "encoding"], sort=True):
+            g = g.set_index("puzzle_id")
+            ids = [i for i in g.index if i in bt.index and i in raw.index]
+            for metric in metrics:
+                y = g.loc[ids, metric].astype(float).to_numpy()
+                xb = bt.loc[ids, "strength"].to_numpy(dtype=float)
+                xr = raw.loc[ids].to_numpy(dtype=float)
+                rb = stats.spearmanr(xb, y)
+                rr = stats.spearmanr(xr, y)
+                rows.append(
+                    {
+                        "alignment": alignment,
+                        "solver": solver,
+                        "encoding": enc,
+                        "metric": metric,
+                        "n": len(ids),
+                        "bt_rho": float(rb.statistic),
+                        "bt_p": float(rb.pvalue),
+                        "raw_rho": float(rr.statistic),
+                        "raw_p": float(rr.pvalue),
+                        "perm_p": spearman_permutation_p(xb, y, exact_max_n, n_perm, seed),
+                        "raw_perm_p": spearman_permutation_p(xr, y, exact_max_n, n_perm, seed),
+                    }
+                )
+    return pd.DataFrame(rows, columns=TABLE1_COLUMNS)
+
+
+def erratum_table(t1: pd.DataFrame, solver: str, encoding: str) -> pd.DataFrame:
+    """Return the published and corrected alignments side by side for one solver x encoding.
+
+    One row per metric; columns ``<alignment>_<stat>`` for ``bt_rho``, ``bt_p``, ``perm_p``,
+    ``raw_rho``, ``raw_p``. Raises ``ValueError`` when that solver x encoding is absent.
+    """
+    sel = t1[(t1["solver"] == solver) & (t1["encoding"] == encoding)]
+    if sel.empty:
+        raise ValueError(f"Table 1 has no rows for solver {solver!r}, encoding {encoding!r}")
+    cols = ["bt_rho", "bt_p", "perm_p", "raw_rho", "raw_p"]
+    wide = sel.pivot(index="metric", columns="alignment", values=cols)
+    order = [a for a in ("published", "corrected") if a in set(sel["alignment"])]
+    wide.columns = [f"{a}_{c}" for c, a in wide.columns]
+    wide = wide[[f"{a}_{c}" for a in order for c in cols]]
+    present = [m for m in METRICS if m in wide.index] + [m for m in wide.index if m not in METRICS]
+    return wide.loc[present].reset_index()
+
+
+def raw_mean_rating(
+    attempts: pd.DataFrame, rating_col: str = "final_difficulty", item_col: str = "puzzle_id"
+) -> pd.Series:
+    """Return the mean rating (scale 1-5) per item over attempts with a rating, index as str."""
+    d = attempts.dropna(subset=[rating_col])
+    out = d.groupby(d[item_col].astype(str))[rating_col].mean()
+    out.index.name = item_col
+    return out

@@ -1,0 +1,179 @@
+"""Pause threshold from a Gaussian mixture of log inter-event gaps (METHODS 5).
+
+Gaps are the time differences (seconds) between consecutive interaction events of one attempt:
+events with ``phase == "puzzle"`` and ``role`` ``interaction`` or ``marker`` of the ingest events
+table, one per log line (a drag is one event however many cells it changed), ordered by time.
+Mixtures with 1..3 components are fitted to the natural log of the strictly positive gaps; the
+threshold is where the posteriors of the middle and slowest components are equal.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+from scipy.optimize import brentq
+from scipy.stats import norm
+from sklearn.mixture import GaussianMixture
+
+INTERACTION_ROLES = ("interaction", "marker")
+
+
+def interaction_gaps(
+    events: pd.DataFrame, roles: Sequence[str] = INTERACTION_ROLES
+) -> pd.DataFrame:
+    """Return the within-attempt gaps between consecutive interaction events.
+
+    ``events``: the ingest events table (``participant_id``, ``order``, ``phase``, ``role``,
+    ``line_no``, ``seq``, ``t_s``). Rows sharing (participant, line) - the cells of one drag -
+    count once. Output columns: ``participant_id``, ``order``, ``puzzle_id``, ``gap_s``
+    (seconds, >= 0), one row per gap, in time order within each attempt.
+    """
+    need = ["participant_id", "order", "phase", "role", "line_no", "seq", "t_s"]
+    missing = [c for c in need if c not in events.columns]
+    if missing:
+        raise ValueError(f"events table lacks column(s) {missing}")
+    ev = events[(events["phase"] == "puzzle") & events["role"].isin(list(roles))]
+    cols = need + (["puzzle_id"] if "puzzle_id" in ev.columns else [])
+    ev = ev[cols].drop_duplicates(["participant_id", "line_no"])
+    ev = ev.sort_values(["participant_id", "order", "t_s", "seq"], kind="stable")
+    gap = ev.groupby(["participant_id", "order"], sort=False)["t_s"].diff()
+    out = ev.assign(gap_s=gap).dropna(subset=["gap_s"])
+    if (out["gap_s"] < 0).any():
+        raise ValueError("negative gap after sorting by time: inconsistent events table")
+    keep = ["participant_id", "order"] + (["puzzle_id"] if "puzzle_id" in out.columns else [])
+    return out[keep + ["gap_s"]].reset_index(drop=True)
+
+
+@dataclass(frozen=True)
+class PauseModel:
+    """A fitted pause model. Times in seconds; ``means_s`` are exp of the log-space means.
+
+    ``bic``: k -> BIC of the k-component fit (on log gaps); ``delta_bic_vs_1``: k -> BIC(1) -
+    BIC(k) (positive = better than one component); ``means_log``/``sds_log``/``weights`` of the
+    largest fit, components in ascending mean order; ``threshold_s``: exp of the equal-posterior
+    crossing of the two slowest components (NaN when the largest fit has fewer than 2).
+    """
+
+    n_gaps: int
+    n_positive: int
+    median_gap_s: float
+    bic: dict[int, float]
+    delta_bic_vs_1: dict[int, float]
+    means_log: tuple[float, ...]
+    sds_log: tuple[float, ...]
+    weights: tuple[float, ...]
+    threshold_log: float
+    threshold_s: float
+    seed: int
+
+    @property
+    def means_s(self) -> tuple[float, ...]:
+        """Component means back-transformed to seconds (geometric means of the components)."""
+        return tuple(float(np.exp(m)) for m in self.means_log)
+
+
+def equal_posterior_crossing(
+    means: Sequence[float], sds: Sequence[float], weights: Sequence[float], i: int, j: int
+) -> float:
+    """Return the point between ``means[i]`` and ``means[j]`` where components ``i`` and ``j``
+    have equal weighted density (equal posterior), found by Brent's method (same units as
+    ``means``). Raises ``ValueError`` when there is no sign change between the means."""
+
+    def f(z: float) -> float:
+        return weights[i] * norm.pdf(z, means[i], sds[i]) - weights[j] * norm.pdf(
+            z, means[j], sds[j]
+        )
+
+    a, b = sorted((means[i], means[j]))
+    if f(a) * f(b) > 0:
+        raise ValueError("component densities do not cross between the means")
+    return float(brentq(f, a, b, xtol=1e-12))
+
+
+def fit_pause_model(
+    gaps_s: Sequence[float] | np.ndarray,
+    max_components: int = 3,
+    n_init: int = 10,
+    seed: int = 42,
+) -> PauseModel:
+    """Fit Gaussian mixtures (scikit-learn, full covariance, ``n_init`` starts, ``random_state``
+    ``seed``) with 1..``max_components`` components to log(gap) of the positive gaps, and return
+    the :class:`PauseModel`. Zero gaps are counted in ``n_gaps`` and the median but not fitted."""
+    g = np.asarray(gaps_s, dtype=float)
+    if g.ndim != 1 or not np.all(np.isfinite(g)) or (g < 0).any():
+        raise ValueError("gaps must be a 1-D array of finite non-negative seconds")
+    pos = g[g > 0]
+    if len(pos) < 10 * max_components:
+        raise ValueError(f"only {len(pos)} positive gaps: too few for a {max_components}-mixture")
+    x = np.log(pos).reshape(-1, 1)
+    bic: dict[int, float] = {}
+    last = None
+    for k in range(1, max_components + 1):
+        gm = GaussianMixture(k, covariance_type="full", n_init=n_init, random_state=seed).fit(x)
+        bic[k] = float(gm.bic(x))
+        last = gm
+    assert last is not None
+    order = np.argsort(last.means_.ravel())
+    mu = last.means_.ravel()[order]
+    sd = np.sqrt(last.covariances_.ravel()[order])
+    w = last.weights_[order]
+    thr = float("nan")
+    if len(mu) >= 2:
+        thr = equal_posterior_crossing(mu, sd, w, len(mu) - 2, len(mu) - 1)
+    return PauseModel(
+        n_gaps=int(len(g)),
+        n_positive=int(len(pos)),
+        median_gap_s=float(np.median(g)),
+        bic=bic,
+        delta_bic_vs_1={k: bic[1] - v for k, v in bic.items() if k > 1},
+        means_log=tuple(map(float, mu)),
+        sds_log=tuple(map(float, sd)),
+        weights=tuple(map(float, w)),
+        threshold_log=thr,
+        threshold_s=float(np.exp(thr)),
+        seed=seed,
+    )
+
+
+def model_record(model: PauseModel, threshold_used_s: float, source: str) -> dict:
+    """Return the JSON record of ``model`` (``results/pauses/threshold.json``): the fit plus
+    ``threshold_used_s`` (the value pause counts use, seconds) and ``threshold_source``."""
+    return {
+        "n_gaps": model.n_gaps,
+        "n_positive_gaps": model.n_positive,
+        "median_gap_s": model.median_gap_s,
+        "bic": {str(k): v for k, v in model.bic.items()},
+        "delta_bic_vs_1": {str(k): v for k, v in model.delta_bic_vs_1.items()},
+        "means_log": list(model.means_log),
+        "sds_log": list(model.sds_log),
+        "means_s": list(model.means_s),
+        "weights": list(model.weights),
+        "threshold_log": model.threshold_log,
+        "threshold_s": model.threshold_s,
+        "threshold_used_s": float(threshold_used_s),
+        "threshold_source": source,
+        "random_state": model.seed,
+    }
+
+
+def mixture_density(model_or_record: PauseModel | dict, log_x: np.ndarray) -> np.ndarray:
+    """Return the per-component weighted densities (components x points) on log seconds."""
+    if isinstance(model_or_record, PauseModel):
+        mu, sd, w = model_or_record.means_log, model_or_record.sds_log, model_or_record.weights
+    else:
+        mu = model_or_record["means_log"]
+        sd = model_or_record["sds_log"]
+        w = model_or_record["weights"]
+    z = np.asarray(log_x, dtype=float)
+    return np.array([wi * norm.pdf(z, m, s) for m, s, wi in zip(mu, sd, w, strict=True)])
+
+
+def pause_counts(gaps: pd.DataFrame, threshold_s: float) -> pd.DataFrame:
+    """Return ``participant_id``, ``order``, ``pause_count`` (gaps >= ``threshold_s``) per
+    attempt that has at least one gap."""
+    g = gaps.assign(is_pause=gaps["gap_s"] >= threshold_s)
+    out = g.groupby(["participant_id", "order"], sort=True)["is_pause"].sum().astype(int)
+    return out.rename("pause_count").reset_index()
