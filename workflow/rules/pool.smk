@@ -4,8 +4,9 @@
 #
 # Two pools, same rules: `pool` (config pool.size / pool.shards; part of `all`, small by default)
 # and `pool_paper` (config pool.paper.size / pool.paper.shards; the paper's 1,000-puzzle pool,
-# run it with `snakemake pool_paper`). A 100,000-puzzle pool is a config change:
-# `--config pool='{size: 100000, shards: 500}'` on a cluster profile (docs/cluster.md).
+# run it with `snakemake pool_paper`). A 100,000-puzzle pool is a config change: an extra
+# config file with `pool: {size: 100000, shards: 500}` after config/config.yaml, on a cluster
+# profile (docs/cluster.md).
 
 
 include: "pool_common.smk"
