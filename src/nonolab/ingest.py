@@ -312,7 +312,9 @@ def ingest_study(study_dir: str | Path, preset: Preset) -> IngestResult:
         "attempts": int(len(att)),
         "final_ratings": int(rat["final_difficulty"].notna().sum()),
         "initial_ratings": int(rat["initial_difficulty"].notna().sum()),
-        "solve_times": int(att["first_interaction_t"].notna().sum()) if len(att) else 0,
+        "solve_times": int(
+            (att["first_solved_check_t"].notna() | (att["n_interactions"] >= 2)).sum()
+        ),
         "solved": int(att["solved"].fillna(False).astype(bool).sum()) if len(att) else 0,
         "attempts_per_puzzle": {
             str(k): int(v) for k, v in att.groupby("puzzle_id").size().sort_index().items()
@@ -563,7 +565,7 @@ def _ingest_participant(
         in_win = [
             r for r in rows if r["order"] == k and r["phase"] == "puzzle" and r["role"] != "survey"
         ]
-        inter = [r["t"] for r in in_win if r["role"] in ("interaction", "marker")]
+        inter = [r["t"] for r in in_win if r["role"] != "session"]
         if all_done:
             solved, skipped = True, False
         elif end_ev is not None:
@@ -591,6 +593,9 @@ def _ingest_participant(
                 "skipped": skipped,
                 "skip_events": n_skip_events,
                 "n_events": len({r["line_no"] for r in in_win}),
+                "n_interactions": len(
+                    {r["line_no"] for r in in_win if r["role"] in ("interaction", "marker")}
+                ),
             }
         )
         ps = surveys[f"puzzle_{k}"].fields["answers"]

@@ -1,1 +1,39 @@
-# Stage: features. Rules are added by the features work (see issue tracker).
+# Stage: features. Ingest tables + pause threshold -> per-attempt behavioural features.
+# The threshold comes from results/pauses/threshold.json (`threshold_used_s`), written by the
+# pauses stage; DAG: ingest -> pauses -> features.
+
+
+def keep_initial_rating_sentinel():
+    value = config.get("features", {}).get("keep_initial_rating_sentinel")
+    if value is None:
+        value = PRESET.get("features", {}).get("keep_initial_rating_sentinel", False)
+    return bool(value)
+
+
+rule features:
+    input:
+        tables=expand("results/ingest/{t}.parquet", t=INGEST_TABLES),
+        threshold="results/pauses/threshold.json",
+    output:
+        csv=report(
+            "results/features/attempts.csv",
+            caption="../report/features_attempts.rst",
+            category="Features",
+        ),
+        parquet="results/features/attempts.parquet",
+    log:
+        "results/logs/features.log",
+    conda:
+        "../../envs/nonolab.yaml"
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    params:
+        ingest_dir="results/ingest",
+        keep_initial_rating_sentinel=keep_initial_rating_sentinel(),
+    script:
+        "../../scripts/features.py"
+
+
+ALL_TARGETS.extend(["results/features/attempts.csv"])

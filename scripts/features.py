@@ -1,0 +1,26 @@
+"""Snakemake entry point of rule `features`: ingest tables -> results/features/attempts.csv."""
+
+import json
+import logging
+
+from nonolab.features import attempt_features
+from nonolab.ingest import read_ingest
+from nonolab.provenance import write_table
+
+logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, format="%(message)s")
+log = logging.getLogger("features")
+
+with open(snakemake.input.threshold, encoding="utf-8") as fh:
+    threshold_s = float(json.load(fh)["threshold_used_s"])
+keep = bool(snakemake.params.keep_initial_rating_sentinel)
+log.info("pause threshold %.6g s; keep initial rating sentinel: %s", threshold_s, keep)
+tables = read_ingest(snakemake.params.ingest_dir)
+features = attempt_features(tables, threshold_s, keep_initial_rating_sentinel=keep)
+write_table(
+    features,
+    snakemake.output.csv,
+    inputs=list(snakemake.input),
+    params={"threshold_used_s": threshold_s, "keep_initial_rating_sentinel": keep},
+    formats=("csv", "parquet"),
+)
+log.info("%d attempts, %d participants", len(features), features["participant_id"].nunique())
