@@ -287,20 +287,15 @@ def puzzle_records(puzzles: Sequence[Puzzle]) -> list[dict[str, Any]]:
 def ordered_triples(n_puzzles: int, n_sessions: int, rng: np.random.Generator) -> list[list[int]]:
     """Return ``n_sessions`` ordered triples of distinct puzzle ids, balanced over puzzles.
 
-    Walks through successive random permutations of the puzzles three at a time (a triple that
-    would straddle two permutations is completed without repeats), so every puzzle is served
-    equally often up to one.
+    Each session gets the three least-served puzzles so far (ties broken at random) in random
+    order, so every puzzle is served equally often up to one.
     """
+    counts = np.zeros(n_puzzles)
     out: list[list[int]] = []
-    pool: list[int] = []
-    while len(out) < n_sessions:
-        while len(pool) < 3:
-            perm = [int(x) for x in rng.permutation(n_puzzles)]
-            # put the puzzles already in the pool at the end of the new permutation
-            perm = [x for x in perm if x not in pool] + [x for x in perm if x in pool]
-            pool.extend(x for x in perm if x not in pool)
-        out.append(pool[:3])
-        pool = pool[3:]
+    for _ in range(n_sessions):
+        pick = np.argsort(counts + rng.random(n_puzzles), kind="stable")[:3]
+        counts[pick] += 1
+        out.append([int(x) for x in rng.permutation(pick)])
     return out
 
 
