@@ -24,6 +24,7 @@ pre-survey; survey events belong to the attempt they rate.
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -289,6 +290,14 @@ def ingest_study(study_dir: str | Path, preset: Preset) -> IngestResult:
         rating_rows += res["ratings"]
         text_rows += res["texts"]
 
+    themes = preset.get("themes") or {}
+    coded = study_dir / themes["coded_responses"] if "coded_responses" in themes else None
+    if coded is not None and coded.is_file():
+        inputs.append(coded)
+        book = study_dir / themes["codebook"] if "codebook" in themes else None
+        known = codebook_codes(book) if book is not None and book.is_file() else None
+        pids = {r["participant_id"] for r in part_rows}
+        ledger.rows += check_coded_themes(coded, pids, known, themes["coded_responses"])
     tables = {
         "events": _events_frame(ev_rows),
         "attempts": pd.DataFrame(att_rows, columns=_columns("attempts")),
@@ -414,6 +423,7 @@ def _ingest_participant(
     if post is None:
         ledger.add("participant", rel, pid, "no post-survey: final ratings missing", "kept")
     t0 = ss.t
+    hashes = {q: puzzles[q].hash for q in queue}
     boards = {}
     for k, q in enumerate(queue, start=1):
         p = puzzles[q]
@@ -454,7 +464,7 @@ def _ingest_participant(
             "phase": phase,
             "order": order,
             "puzzle_id": qid,
-            "puzzle_hash": puz.hash if puz else None,
+            "puzzle_hash": hashes[qid] if qid else None,
             "t": e.t,
             "t_s": (e.t - t0).total_seconds(),
             "type": e.type,
@@ -582,7 +592,7 @@ def _ingest_participant(
                 "participant_id": pid,
                 "order": k,
                 "puzzle_id": q,
-                "puzzle_hash": p.hash,
+                "puzzle_hash": hashes[q],
                 "source_file": rel,
                 "window_start": bounds[k - 1],
                 "window_end": bounds[k],
@@ -617,7 +627,7 @@ def _ingest_participant(
                 "participant_id": pid,
                 "order": k,
                 "puzzle_id": q,
-                "puzzle_hash": p.hash,
+                "puzzle_hash": hashes[q],
                 "initial_difficulty": _rating(ini_raw),
                 "initial_difficulty_raw": _raw_rating(ini_raw),
                 "initial_guesses": _str_or_none(ps.get(f"puzzle_{k}_guesses")),
@@ -635,7 +645,7 @@ def _ingest_participant(
                     "question": "rating_reason",
                     "order": k,
                     "puzzle_id": q,
-                    "puzzle_hash": p.hash,
+                    "puzzle_hash": hashes[q],
                     "text": reason,
                 }
             )
@@ -689,6 +699,84 @@ def _ingest_participant(
 
 def _str_or_none(v: Any) -> str | None:
     return v if isinstance(v, str) else None
+
+
+# ---------------------------------------------------------------------------------------------
+# Coded survey themes: check that the coded file names known participants and codes.
+
+_CODE_ROW = re.compile(r"^\|\s*`([A-Z][A-Z_]*)`\s*\|")
+
+
+def codebook_codes(path: str | Path) -> set[str]:
+    """Return the codes defined in a Markdown codebook (table rows starting with a `CODE` cell)."""
+    codes = set()
+    for line in Path(path).read_text(encoding="utf-8").splitlines():
+        m = _CODE_ROW.match(line.strip())
+        if m:
+            codes.add(m.group(1))
+    return codes
+
+
+def check_coded_themes(
+    path: str | Path,
+    participant_ids: set[str],
+    known_codes: set[str] | None,
+    rel: str,
+) -> list[dict[str, str]]:
+    """Return ledger rows for a coded-responses CSV (one 0/1 ``code_*`` column per code).
+
+    A row whose ``source_file`` stem (the published participant id) is not an analysed
+    participant, a ``code_*`` column or ``codes_str`` entry that is not a known code, and a code
+    value other than 0/1 are ledgered with ``file:line`` (CSV record end line). Raises
+    :class:`StudyError` if the file lacks ``source_file``.
+    """
+    import csv
+
+    out: list[dict[str, str]] = []
+    with open(path, encoding="utf-8", newline="") as fh:
+        reader = csv.DictReader(fh)
+        fields = reader.fieldnames or []
+        if "source_file" not in fields:
+            raise StudyError(f"{rel}: coded-themes file has no source_file column")
+        code_cols = [f for f in fields if f.startswith("code_")]
+        if known_codes is not None:
+            for col in code_cols:
+                if col[5:] not in known_codes:
+                    out.append(
+                        _lrow(
+                            "file",
+                            f"{rel}:1",
+                            col,
+                            f"column {col}: code {col[5:]!r} "
+                            "is not in the codebook; column ignored",
+                        )
+                    )
+        cols = {c[5:] for c in code_cols}
+        for rec in reader:
+            where = f"{rel}:{reader.line_num}"
+            stem = Path(rec.get("source_file") or "").stem
+            if stem not in participant_ids:
+                out.append(
+                    _lrow(
+                        "line",
+                        where,
+                        stem or "(empty)",
+                        f"coded response of {stem!r}, not an analysed participant",
+                    )
+                )
+                continue
+            for c in code_cols:
+                if rec[c] not in ("0", "1", "0.0", "1.0"):
+                    out.append(_lrow("line", where, stem, f"{c} = {rec[c]!r} is not 0/1"))
+            named = [x for x in (rec.get("codes_str") or "").split("|") if x]
+            for x in named:
+                if x not in cols or (known_codes is not None and x not in known_codes):
+                    out.append(_lrow("line", where, stem, f"codes_str names unknown code {x!r}"))
+    return out
+
+
+def _lrow(level: str, source: str, id_: str, reason: str) -> dict[str, str]:
+    return {"level": level, "source": source, "id": id_, "reason": reason, "action": "excluded"}
 
 
 # ---------------------------------------------------------------------------------------------
