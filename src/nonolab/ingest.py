@@ -27,6 +27,7 @@ import json
 import re
 from collections import Counter
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -783,8 +784,12 @@ def _lrow(level: str, source: str, id_: str, reason: str) -> dict[str, str]:
 # Table schemas: workflow/schemas/<table>.schema.yaml (JSON Schema of one row).
 
 
+@cache
 def table_schema(name: str) -> dict[str, Any]:
-    """Return the row schema of table ``name`` (a JSON Schema ``object`` with properties)."""
+    """Return the row schema of table ``name`` (a JSON Schema ``object`` with properties).
+
+    Cached: callers must not modify the returned mapping.
+    """
     return yaml.safe_load((SCHEMA_DIR / f"{name}.schema.yaml").read_text(encoding="utf-8"))
 
 
