@@ -560,6 +560,61 @@ def metric_covariates(
     return out.reset_index(drop=True)
 
 
+def covariates_by_alignment(
+    metrics: pd.DataFrame,
+    served: pd.DataFrame,
+    *,
+    solver: str,
+    encoding: str,
+    metrics_cols: Sequence[str] = METRICS,
+    transform: str = "log1p_z",
+    published_mapping: Mapping[str, str] | None = None,
+) -> dict[str, pd.DataFrame]:
+    """Return ``{alignment: covariates}`` for ``corrected`` and (given a mapping) ``published``.
+
+    ``metrics``: ``results/sat/metrics.csv`` rows (``puzzle_hash``, ``solver``, ``encoding``,
+    metric columns); ``served``: ``puzzle_id``, ``puzzle_hash`` of the served puzzles;
+    ``published_mapping``: served id -> source hash (:func:`nonolab.correlations.
+    published_alignment`). Metrics are aligned by :func:`nonolab.correlations.aligned_metrics`,
+    restricted to ``solver`` x ``encoding`` and transformed by :func:`metric_covariates`.
+    """
+    from nonolab.correlations import aligned_metrics
+
+    sel = metrics[(metrics["solver"] == solver) & (metrics["encoding"] == encoding)]
+    if sel.empty:
+        raise ValueError(f"no SAT metrics for solver {solver!r} x encoding {encoding!r}")
+    maps: dict[str, Mapping[str, str] | None] = {"corrected": None}
+    if published_mapping:
+        maps["published"] = published_mapping
+    out = {}
+    for name, mp in maps.items():
+        am = aligned_metrics(sel, served, dict(mp) if mp is not None else None)
+        missing = set(served["puzzle_hash"]) - set(am["puzzle_hash"])
+        if missing:
+            raise ValueError(f"{name} alignment: no metrics for puzzle(s) {sorted(missing)}")
+        out[name] = metric_covariates(am, metrics_cols, transform)
+    return out
+
+
+def with_expertise(attempts: pd.DataFrame, column: str = "expertise_composite") -> pd.DataFrame:
+    """Return ``attempts`` with the expertise composite (population-SD units) as ``column``.
+
+    Computed from the six pre-survey items by :mod:`nonolab.expertise` (METHODS 6); an existing
+    ``column`` is replaced.
+    """
+    from nonolab.expertise import expertise_composite, participant_items
+
+    comp = expertise_composite(participant_items(attempts))
+    out = attempts.drop(columns=[column], errors="ignore")
+    return out.merge(
+        comp.rename(column),
+        left_on=PARTICIPANT,
+        right_index=True,
+        how="left",
+        validate="many_to_one",
+    )
+
+
 def _fixed_row(fit: CrossedFit, term: str, alpha: float = 0.05) -> dict[str, float]:
     b, se = float(fit.params[term]), float(fit.bse[term])
     zc = stats.norm.ppf(1 - alpha / 2)

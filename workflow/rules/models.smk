@@ -1,1 +1,167 @@
-# Stage: models.
+# Stage: models. Crossed-random-effects mixed models (METHODS 9): behaviour ~ SAT metric with a
+# parametric bootstrap, final difficulty ~ metric x expertise with simple slopes, and the
+# pause-threshold sensitivity of the pause models. Library: nonolab.mixed_models.
+
+
+# The preset's published pool-ordered statistics table drives the published alignment.
+MODELS_POOL = study_path("published.pool_statistics") or study_path(
+    "published.selected_six_stats"
+)
+MODELS_INPUT = {
+    "attempts": "results/features/attempts.csv",
+    "metrics": "results/sat/metrics.csv",
+    **({"pool_statistics": MODELS_POOL} if MODELS_POOL else {}),
+}
+# Seed of the parametric bootstrap: `models.seed`, else the master seed.
+MODELS_SEED = (
+    config["seed"] if config["models"].get("seed") is None else config["models"]["seed"]
+)
+MODELS_PARAMS = dict(
+    solver=config["models"]["solver"],
+    encoding=config["models"]["encoding"],
+    metrics=config["models"]["metrics"],
+    metric_transform=config["models"]["metric_transform"],
+)
+
+
+rule behaviour_models:
+    input:
+        **MODELS_INPUT,
+    output:
+        table=report(
+            "results/tables/behaviour_models.csv",
+            caption="../report/behaviour_models.rst",
+            category="Mixed models",
+        ),
+    log:
+        "results/logs/behaviour_models.log",
+    conda:
+        "../../envs/nonolab.yaml"
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=60,
+    params:
+        **MODELS_PARAMS,
+        behaviours=config["models"]["behaviours"],
+        n_boot=config["models"]["bootstrap"],
+        satterthwaite=config["models"]["satterthwaite"],
+        seed=MODELS_SEED,
+    script:
+        "../../scripts/models.py"
+
+
+rule moderation:
+    input:
+        **MODELS_INPUT,
+    output:
+        table=report(
+            "results/tables/moderation.csv",
+            caption="../report/moderation.rst",
+            category="Mixed models",
+        ),
+        slopes=report(
+            "results/tables/simple_slopes.csv",
+            caption="../report/simple_slopes.rst",
+            category="Mixed models",
+        ),
+    log:
+        "results/logs/moderation.log",
+    conda:
+        "../../envs/nonolab.yaml"
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    params:
+        **MODELS_PARAMS,
+        outcome=config["models"]["moderation"]["outcome"],
+        at_sd=config["models"]["moderation"]["at_sd"],
+    script:
+        "../../scripts/moderation.py"
+
+
+rule threshold_sensitivity:
+    input:
+        **MODELS_INPUT,
+        gaps="results/pauses/gaps.csv",
+    output:
+        table=report(
+            "results/tables/threshold_sensitivity.csv",
+            caption="../report/threshold_sensitivity.rst",
+            category="Mixed models",
+        ),
+    log:
+        "results/logs/threshold_sensitivity.log",
+    conda:
+        "../../envs/nonolab.yaml"
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=15,
+    params:
+        **MODELS_PARAMS,
+        thresholds=config["models"]["sensitivity_s"],
+    script:
+        "../../scripts/sensitivity.py"
+
+
+rule fig_simple_slopes:
+    input:
+        slopes="results/tables/simple_slopes.csv",
+    output:
+        png=report(
+            "results/figures/moderation_simple_slopes.png",
+            caption="../report/fig_moderation_simple_slopes.rst",
+            category="Mixed models",
+        ),
+        pdf="results/figures/moderation_simple_slopes.pdf",
+    log:
+        "results/logs/fig_simple_slopes.log",
+    conda:
+        "../../envs/nonolab.yaml"
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=5,
+    script:
+        "../../scripts/fig_models.py"
+
+
+rule fig_threshold_sensitivity:
+    input:
+        table="results/tables/threshold_sensitivity.csv",
+        threshold="results/pauses/threshold.json",
+    output:
+        png=report(
+            "results/figures/threshold_sensitivity.png",
+            caption="../report/fig_threshold_sensitivity.rst",
+            category="Mixed models",
+        ),
+        pdf="results/figures/threshold_sensitivity.pdf",
+    log:
+        "results/logs/fig_threshold_sensitivity.log",
+    conda:
+        "../../envs/nonolab.yaml"
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=5,
+    script:
+        "../../scripts/fig_models.py"
+
+
+ALL_TARGETS.extend(
+    [
+        "results/tables/behaviour_models.csv",
+        "results/tables/moderation.csv",
+        "results/tables/simple_slopes.csv",
+        "results/tables/threshold_sensitivity.csv",
+    ]
+)
+FIGURES.extend(
+    [
+        "results/figures/moderation_simple_slopes.png",
+        "results/figures/threshold_sensitivity.png",
+    ]
+)
