@@ -2,6 +2,7 @@
 
 import json
 import logging
+from pathlib import Path
 
 from nonolab.features import attempt_features
 from nonolab.ingest import read_ingest
@@ -14,7 +15,7 @@ with open(snakemake.input.threshold, encoding="utf-8") as fh:
     threshold_s = float(json.load(fh)["threshold_used_s"])
 keep = bool(snakemake.params.keep_initial_rating_sentinel)
 log.info("pause threshold %.6g s; keep initial rating sentinel: %s", threshold_s, keep)
-tables = read_ingest(snakemake.params.ingest_dir)
+tables = read_ingest(Path(snakemake.input.tables[0]).parent)
 features = attempt_features(tables, threshold_s, keep_initial_rating_sentinel=keep)
 write_table(
     features,

@@ -5,14 +5,15 @@ import logging
 from pathlib import Path
 
 from nonolab.ingest import ingest_study, write_ingest
-from nonolab.study import resolve_preset
+from nonolab.study import load_preset
 
 logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, format="%(message)s")
 log = logging.getLogger("ingest")
 
-preset = resolve_preset(snakemake.params.study, snakemake.params.preset)
-log.info("study %s, preset %s (%s)", snakemake.params.study, preset.name, preset.path)
-result = ingest_study(snakemake.params.study, preset)
-out_dir = Path(snakemake.output.summary).parent
-write_ingest(result, out_dir, params={"preset": preset.name})
+preset = load_preset(snakemake.input.preset)
+# the study folder is the puzzle file's path less the preset's relative puzzle_file
+study = Path(snakemake.input.puzzles).resolve().parents[len(Path(preset.puzzle_file).parts) - 1]
+log.info("study %s, preset %s (%s)", study, preset.name, preset.path)
+result = ingest_study(study, preset)
+write_ingest(result, Path(snakemake.output.summary).parent, params={"preset": preset.name})
 log.info("summary: %s", json.dumps(result.summary, indent=1, sort_keys=True))

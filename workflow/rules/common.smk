@@ -51,3 +51,11 @@ def study_logs():
     for pattern in PRESET.get("log_globs", []):
         found.update(str(p) for p in root.glob(pattern) if p.is_file())
     return sorted(found)
+
+
+def keep_initial_rating_sentinel():
+    """features.keep_initial_rating_sentinel from the config, else from the preset (bool)."""
+    value = config.get("features", {}).get("keep_initial_rating_sentinel")
+    if value is None:
+        value = PRESET.get("features", {}).get("keep_initial_rating_sentinel", False)
+    return bool(value)

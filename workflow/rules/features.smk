@@ -3,13 +3,6 @@
 # pauses stage; DAG: ingest -> pauses -> features.
 
 
-def keep_initial_rating_sentinel():
-    value = config.get("features", {}).get("keep_initial_rating_sentinel")
-    if value is None:
-        value = PRESET.get("features", {}).get("keep_initial_rating_sentinel", False)
-    return bool(value)
-
-
 rule features:
     input:
         tables=expand("results/ingest/{t}.parquet", t=INGEST_TABLES),
@@ -30,7 +23,6 @@ rule features:
         mem_mb=2000,
         runtime=10,
     params:
-        ingest_dir="results/ingest",
         keep_initial_rating_sentinel=keep_initial_rating_sentinel(),
     script:
         "../../scripts/features.py"

@@ -36,8 +36,7 @@ rule ingest:
         mem_mb=2000,
         runtime=10,
     params:
-        study=STUDY,
-        preset=config["preset"],
+        preset_name=PRESET_NAME,
     script:
         "../../scripts/ingest.py"
 
