@@ -298,6 +298,19 @@ def test_incomplete_surveys(tmp_path):
     assert_good_intact(res)
 
 
+def test_no_post_survey(tmp_path):
+    events = [e for e in good_session() if e.get("survey_type") != "post"]
+    res = ingest(study_with(tmp_path, events))
+    led = ledger_for(res)
+    assert led[["level", "reason", "action"]].values.tolist() == [
+        ["participant", "no post-survey: final ratings missing", "kept"]
+    ]
+    rat = res.tables["ratings"]
+    assert rat[rat.participant_id == "Bad-p1"]["final_difficulty"].isna().all()
+    assert (res.tables["attempts"].participant_id == "Bad-p1").sum() == 3
+    assert_good_intact(res)
+
+
 def test_empty_log_file(tmp_path):
     res = ingest(study_with(tmp_path, []))
     assert ledger_for(res)["reason"].tolist() == [

@@ -882,20 +882,24 @@ def write_ingest(result: IngestResult, out_dir: str | Path, params: dict | None 
 
     Tables go through :func:`nonolab.provenance.write_table` (CSV + provenance sidecar).
     """
-    from nonolab.provenance import write_json, write_table
+    from nonolab.provenance import provenance, write_json, write_table
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     for name, df in result.tables.items():
-        write_table(
-            df,
-            out / f"{name}.csv",
-            inputs=result.inputs,
-            params=params,
-            formats=("csv", "parquet"),
-        )
-        if name not in HUMAN_TABLES:
-            (out / f"{name}.csv").unlink()
+        if name in HUMAN_TABLES:
+            write_table(
+                df, out / f"{name}.csv", inputs=result.inputs, params=params, formats=("parquet",)
+            )
+            continue
+        df.to_parquet(out / f"{name}.parquet", index=False)
+        rec = provenance(result.inputs, params)
+        rec["table"] = {
+            "file": f"{name}.parquet",
+            "rows": int(len(df)),
+            "columns": list(map(str, df.columns)),
+        }
+        write_json(rec, out / f"{name}.provenance.json")
     write_json(result.summary, out / "summary.json")
 
 
