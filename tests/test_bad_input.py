@@ -193,6 +193,7 @@ def test_bad_line_is_ledgered(tmp_path, line, reason):
     assert reason in row["reason"] and row["action"] == "excluded"
     assert (res.tables["attempts"].participant_id == "Bad-p1").sum() == 3
     assert res.summary["events_excluded"] == 1
+    assert res.summary["events_by_type"]["(unparsable)"] == 1
     assert_good_intact(res)
 
 
@@ -213,6 +214,7 @@ def test_unknown_event_type(tmp_path):
     led = ledger_for(res)
     assert led["reason"].tolist() == ["unknown event type 'teleport'"]
     assert res.summary["events_by_type"]["(unknown)"] == 1
+    assert sum(res.summary["events_by_type"].values()) == res.summary["events_read"]
     assert_good_intact(res)
 
 

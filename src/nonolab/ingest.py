@@ -265,6 +265,8 @@ def ingest_study(study_dir: str | Path, preset: Preset) -> IngestResult:
         counts["events_read"] += n_lines
         for e in events:
             by_type[e.type] += 1
+        for err in errors:
+            by_type["(unknown)" if isinstance(err, UnknownEventType) else "(unparsable)"] += 1
         if src.participant_id is None:
             ledger.add("file", src.rel, src.path.stem, src.reason or "excluded by preset")
             counts["events_excluded"] += n_lines
@@ -272,8 +274,6 @@ def ingest_study(study_dir: str | Path, preset: Preset) -> IngestResult:
             continue
         pid = src.participant_id
         for err in errors:
-            if isinstance(err, UnknownEventType):
-                by_type["(unknown)"] += 1
             ledger.add("line", err.source, pid, err.reason)
         counts["events_excluded"] += len(errors)
         res = _ingest_participant(src.rel, pid, events, by_label, n_per, ledger)
@@ -334,7 +334,7 @@ def ingest_study(study_dir: str | Path, preset: Preset) -> IngestResult:
         "events_excluded": counts["events_excluded"],
         "events_ignored": n_ignored,
         "events_ignored_by_type": dict(sorted(ignored.items())),
-        "events_by_type": dict(sorted(by_type.items())),
+        "events_by_type": dict(sorted(by_type.items())),  # lines read, by type
         "event_rows": int(len(tables["events"])),
         "ledger_rows": int(len(tables["ledger"])),
     }
