@@ -152,6 +152,14 @@ def aligned_metrics(
     )
 
 
+def _spearman(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
+    """Spearman (rho, two-sided p); (NaN, NaN) when either variable is constant."""
+    if np.ptp(x) == 0 or np.ptp(y) == 0:
+        return float("nan"), float("nan")
+    res = stats.spearmanr(x, y)
+    return float(res.statistic), float(res.pvalue)
+
+
 def table1(
     strengths: pd.DataFrame,
     raw_means: pd.Series,
@@ -166,7 +174,8 @@ def table1(
     ``strengths``: ``puzzle_id``, ``strength``; ``raw_means``: mean final rating indexed by
     ``puzzle_id``; ``aligned``: alignment name -> :func:`aligned_metrics` output. One row per
     alignment x solver x encoding x metric (columns :data:`TABLE1_COLUMNS`); ``perm_p`` and
-    ``raw_perm_p`` are permutation p-values (:func:`spearman_permutation_p`).
+    ``raw_perm_p`` are permutation p-values (:func:`spearman_permutation_p`). Statistics are
+    NaN for a metric that is constant over the puzzles (e.g. no conflicts anywhere).
     """
     bt = strengths.assign(puzzle_id=strengths["puzzle_id"].astype(str)).set_index("puzzle_id")
     raw = raw_means.copy()
@@ -180,8 +189,7 @@ def table1(
                 y = g.loc[ids, metric].astype(float).to_numpy()
                 xb = bt.loc[ids, "strength"].to_numpy(dtype=float)
                 xr = raw.loc[ids].to_numpy(dtype=float)
-                rb = stats.spearmanr(xb, y)
-                rr = stats.spearmanr(xr, y)
+                rb, rr = _spearman(xb, y), _spearman(xr, y)
                 rows.append(
                     {
                         "alignment": alignment,
@@ -189,10 +197,10 @@ def table1(
                         "encoding": enc,
                         "metric": metric,
                         "n": len(ids),
-                        "bt_rho": float(rb.statistic),
-                        "bt_p": float(rb.pvalue),
-                        "raw_rho": float(rr.statistic),
-                        "raw_p": float(rr.pvalue),
+                        "bt_rho": rb[0],
+                        "bt_p": rb[1],
+                        "raw_rho": rr[0],
+                        "raw_p": rr[1],
                         "perm_p": spearman_permutation_p(xb, y, exact_max_n, n_perm, seed),
                         "raw_perm_p": spearman_permutation_p(xr, y, exact_max_n, n_perm, seed),
                     }

@@ -1,10 +1,10 @@
 """Pause threshold from a Gaussian mixture of log inter-event gaps (METHODS 5).
 
-Gaps are the time differences (seconds) between consecutive interaction events of one attempt:
-events with ``phase == "puzzle"`` and ``role`` ``interaction`` or ``marker`` of the ingest events
-table, one per log line (a drag is one event however many cells it changed), ordered by time.
-Mixtures with 1..3 components are fitted to the natural log of the strictly positive gaps; the
-threshold is where the posteriors of the middle and slowest components are equal.
+Gaps are the time differences (seconds) between consecutive interaction events of one attempt, as
+returned by :func:`nonolab.features.interaction_gaps` (the same gaps the pause counts use: events
+of a puzzle window with role ``interaction`` or ``marker``, one per log line). Mixtures with 1..3
+components are fitted to the natural log of the strictly positive gaps; the threshold is where the
+posteriors of the middle and slowest components are equal.
 """
 
 from __future__ import annotations
@@ -14,37 +14,10 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
+from scipy import stats
 from scipy.optimize import brentq
 from scipy.stats import norm
 from sklearn.mixture import GaussianMixture
-
-INTERACTION_ROLES = ("interaction", "marker")
-
-
-def interaction_gaps(
-    events: pd.DataFrame, roles: Sequence[str] = INTERACTION_ROLES
-) -> pd.DataFrame:
-    """Return the within-attempt gaps between consecutive interaction events.
-
-    ``events``: the ingest events table (``participant_id``, ``order``, ``phase``, ``role``,
-    ``line_no``, ``seq``, ``t_s``). Rows sharing (participant, line) - the cells of one drag -
-    count once. Output columns: ``participant_id``, ``order``, ``puzzle_id``, ``gap_s``
-    (seconds, >= 0), one row per gap, in time order within each attempt.
-    """
-    need = ["participant_id", "order", "phase", "role", "line_no", "seq", "t_s"]
-    missing = [c for c in need if c not in events.columns]
-    if missing:
-        raise ValueError(f"events table lacks column(s) {missing}")
-    ev = events[(events["phase"] == "puzzle") & events["role"].isin(list(roles))]
-    cols = need + (["puzzle_id"] if "puzzle_id" in ev.columns else [])
-    ev = ev[cols].drop_duplicates(["participant_id", "line_no"])
-    ev = ev.sort_values(["participant_id", "order", "t_s", "seq"], kind="stable")
-    gap = ev.groupby(["participant_id", "order"], sort=False)["t_s"].diff()
-    out = ev.assign(gap_s=gap).dropna(subset=["gap_s"])
-    if (out["gap_s"] < 0).any():
-        raise ValueError("negative gap after sorting by time: inconsistent events table")
-    keep = ["participant_id", "order"] + (["puzzle_id"] if "puzzle_id" in out.columns else [])
-    return out[keep + ["gap_s"]].reset_index(drop=True)
 
 
 @dataclass(frozen=True)
@@ -177,3 +150,66 @@ def pause_counts(gaps: pd.DataFrame, threshold_s: float) -> pd.DataFrame:
     g = gaps.assign(is_pause=gaps["gap_s"] >= threshold_s)
     out = g.groupby(["participant_id", "order"], sort=True)["is_pause"].sum().astype(int)
     return out.rename("pause_count").reset_index()
+
+
+def threshold_used(
+    model: PauseModel, setting: str | float, preset_value: float | None
+) -> tuple[float, str]:
+    """Return ``(threshold_s, source)``: the threshold pause counts use, and where it came from.
+
+    ``setting``: ``"auto"`` (``preset_value`` when given, else the fitted crossing),
+    ``"fitted"``, or a number of seconds.
+    """
+    if isinstance(setting, int | float) and not isinstance(setting, bool):
+        if setting <= 0:
+            raise ValueError(f"pause threshold must be positive, got {setting}")
+        return float(setting), "config"
+    if setting == "auto" and preset_value is not None:
+        return float(preset_value), "preset (published value)"
+    if setting in ("auto", "fitted"):
+        if not np.isfinite(model.threshold_s):
+            raise ValueError("the mixture gives no threshold (fewer than 2 components)")
+        return float(model.threshold_s), "fitted"
+    raise ValueError(f"unknown pause threshold setting {setting!r} (auto, fitted or seconds)")
+
+
+def threshold_sensitivity(
+    gaps: pd.DataFrame,
+    attempts: pd.DataFrame,
+    thresholds_s: Sequence[float],
+    expertise: pd.Series | None = None,
+    strengths: pd.DataFrame | None = None,
+    rating_col: str = "final_difficulty",
+) -> pd.DataFrame:
+    """Return how pause-based results change with the threshold, one row per threshold (s).
+
+    Pause counts are recomputed from ``gaps`` (attempts without a gap count 0). Columns:
+    ``threshold_s``; ``mean_pauses`` (per attempt); ``rho_rating``/``p_rating`` (Spearman of
+    an attempt's pause count with its rating); ``rho_expertise``/``p_expertise`` (participant
+    mean pause count vs expertise, when given); ``rho_bt``/``p_bt`` (puzzle mean pause count
+    vs Bradley-Terry strength, when given).
+    """
+    keys = ["participant_id", "order"]
+    base = attempts[keys + ["puzzle_id", rating_col]].copy()
+    base["puzzle_id"] = base["puzzle_id"].astype(str)
+    rows = []
+    for thr in thresholds_s:
+        pc = pause_counts(gaps, thr)
+        d = base.merge(pc, on=keys, how="left").fillna({"pause_count": 0})
+        row: dict[str, float] = {"threshold_s": float(thr), "mean_pauses": d["pause_count"].mean()}
+        r = d.dropna(subset=[rating_col])
+        res = stats.spearmanr(r["pause_count"], r[rating_col])
+        row.update(rho_rating=float(res.statistic), p_rating=float(res.pvalue))
+        if expertise is not None:
+            m = d.groupby("participant_id")["pause_count"].mean()
+            j = pd.concat([m, expertise.rename("x")], axis=1, join="inner").dropna()
+            res = stats.spearmanr(j["pause_count"], j["x"])
+            row.update(rho_expertise=float(res.statistic), p_expertise=float(res.pvalue))
+        if strengths is not None:
+            m = d.groupby("puzzle_id")["pause_count"].mean()
+            s = strengths.assign(puzzle_id=strengths["puzzle_id"].astype(str))
+            j = s.set_index("puzzle_id")["strength"].to_frame().join(m, how="inner")
+            res = stats.spearmanr(j["pause_count"], j["strength"])
+            row.update(rho_bt=float(res.statistic), p_bt=float(res.pvalue))
+        rows.append(row)
+    return pd.DataFrame(rows)

@@ -1,1 +1,163 @@
-# Stage: figures.
+# Stage: figures. Paper figures drawn from tables (and, for trajectories, the ingest events);
+# nothing is refitted here. Each figure: PNG (in the report) + PDF, under results/figures/.
+
+
+def fig_out(name, category):
+    """PNG (wrapped for the report, caption workflow/report/fig_<name>.rst) and PDF outputs."""
+    return {
+        "png": report(
+            f"results/figures/{name}.png",
+            caption=f"../report/fig_{name}.rst",
+            category=category,
+        ),
+        "pdf": f"results/figures/{name}.pdf",
+    }
+
+
+rule fig_pauses:
+    input:
+        gaps="results/pauses/gaps.csv",
+        threshold="results/pauses/threshold.json",
+    output:
+        **fig_out("pause_gaps", "Pauses"),
+    log:
+        "results/logs/fig_pauses.log",
+    conda:
+        "../../envs/nonolab.yaml"
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=5,
+    script:
+        "../../scripts/fig_pauses.py"
+
+
+rule fig_strengths:
+    input:
+        strengths="results/tables/bt_strengths.csv",
+    output:
+        **fig_out("bt_strengths", "Ranking"),
+    log:
+        "results/logs/fig_strengths.log",
+    conda:
+        "../../envs/nonolab.yaml"
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=5,
+    script:
+        "../../scripts/fig_ranking.py"
+
+
+rule fig_rank_metrics:
+    input:
+        points="results/ranking/table1_points.csv",
+        table="results/tables/table1_spearman.csv",
+    output:
+        **fig_out("bt_rank_vs_metrics", "Ranking"),
+    log:
+        "results/logs/fig_rank_metrics.log",
+    conda:
+        "../../envs/nonolab.yaml"
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=5,
+    params:
+        main_solver=config["ranking"]["main_solver"],
+        main_encoding=config["ranking"]["main_encoding"],
+    script:
+        "../../scripts/fig_ranking.py"
+
+
+rule fig_theme_prevalence:
+    input:
+        themes="results/tables/theme_prevalence.csv",
+        strategies="results/tables/strategy_prevalence.csv",
+    output:
+        **fig_out("theme_prevalence", "Themes"),
+    log:
+        "results/logs/fig_theme_prevalence.log",
+    conda:
+        "../../envs/nonolab.yaml"
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=5,
+    script:
+        "../../scripts/fig_themes.py"
+
+
+rule fig_theme_difficulty:
+    input:
+        tests="results/tables/themes_vs_difficulty.csv",
+    output:
+        **fig_out("themes_vs_difficulty", "Themes"),
+    log:
+        "results/logs/fig_theme_difficulty.log",
+    conda:
+        "../../envs/nonolab.yaml"
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=5,
+    params:
+        alpha=config["figures"]["fdr_alpha"],
+    script:
+        "../../scripts/fig_themes.py"
+
+
+rule fig_ratings:
+    input:
+        attempts="results/features/attempts.csv",
+    output:
+        **fig_out("ratings", "Ratings"),
+    log:
+        "results/logs/fig_ratings.log",
+    conda:
+        "../../envs/nonolab.yaml"
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=5,
+    script:
+        "../../scripts/fig_ratings.py"
+
+
+rule fig_trajectories:
+    input:
+        events="results/ingest/events.parquet",
+        puzzles="results/ingest/puzzles.parquet",
+    output:
+        **fig_out("solve_trajectories", "Ratings"),
+        table="results/figures/solve_trajectories.csv",
+    log:
+        "results/logs/fig_trajectories.log",
+    conda:
+        "../../envs/nonolab.yaml"
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    params:
+        step_s=config["figures"]["trajectory_step_s"],
+        max_minutes=config["figures"]["trajectory_max_minutes"],
+    script:
+        "../../scripts/fig_ratings.py"
+
+
+FIGURES.extend(
+    expand(
+        "results/figures/{name}.{ext}",
+        name=[
+            "pause_gaps",
+            "bt_strengths",
+            "bt_rank_vs_metrics",
+            "theme_prevalence",
+            "themes_vs_difficulty",
+            "ratings",
+            "solve_trajectories",
+        ],
+        ext=["png", "pdf"],
+    )
+)

@@ -1,1 +1,67 @@
-# Stage: pauses.
+# Stage: pauses. Within-puzzle gaps -> Gaussian mixtures -> pause threshold (METHODS 5).
+# DAG: ingest -> pauses -> features (features counts pauses with `threshold_used_s`).
+
+
+def pauses_preset_threshold():
+    """The preset's published pause threshold (seconds), or None."""
+    return PRESET.get("published", {}).get("pause_threshold_s")
+
+
+rule pauses:
+    input:
+        events="results/ingest/events.parquet",
+    output:
+        threshold=report(
+            "results/pauses/threshold.json",
+            caption="../report/pauses_threshold.rst",
+            category="Pauses",
+        ),
+        gaps="results/pauses/gaps.csv",
+    log:
+        "results/logs/pauses.log",
+    conda:
+        "../../envs/nonolab.yaml"
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=20,
+    params:
+        threshold=config["pauses"]["threshold"],
+        preset_threshold=pauses_preset_threshold(),
+        components=config["pauses"]["components"],
+        n_init=config["pauses"]["n_init"],
+        random_state=config["pauses"]["random_state"],
+    script:
+        "../../scripts/pauses.py"
+
+
+rule pause_sensitivity:
+    input:
+        gaps="results/pauses/gaps.csv",
+        threshold="results/pauses/threshold.json",
+        attempts="results/features/attempts.csv",
+        strengths="results/tables/bt_strengths.csv",
+    output:
+        table=report(
+            "results/tables/pause_sensitivity.csv",
+            caption="../report/pause_sensitivity.rst",
+            category="Pauses",
+        ),
+    log:
+        "results/logs/pause_sensitivity.log",
+    conda:
+        "../../envs/nonolab.yaml"
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=5,
+    params:
+        thresholds=config["pauses"]["sensitivity_s"],
+        rating=config["ranking"]["rating"],
+    script:
+        "../../scripts/pauses.py"
+
+
+ALL_TARGETS.extend(
+    ["results/pauses/threshold.json", "results/tables/pause_sensitivity.csv"]
+)

@@ -1,1 +1,117 @@
-# Stage: ranking.
+# Stage: ranking. Expertise (METHODS 6), Bradley-Terry ranking (METHODS 7) and Table 1
+# (METHODS 8): Spearman of difficulty with SAT metrics under both alignments.
+
+
+def ranking_seed():
+    """Seed of the BT bootstrap and permutation draws: `ranking.seed`, else the master seed."""
+    seed = config["ranking"].get("seed")
+    return config["seed"] if seed is None else seed
+
+
+def table1_inputs(wildcards):
+    """Table 1 inputs; the published pool-ordered statistics table only when the preset has it."""
+    d = {
+        "strengths": "results/tables/bt_strengths.csv",
+        "attempts": "results/features/attempts.csv",
+        "metrics": "results/sat/metrics.csv",
+    }
+    pool = study_path("published.pool_statistics")
+    if pool:
+        d["pool_statistics"] = pool
+    return d
+
+
+rule expertise:
+    input:
+        attempts="results/features/attempts.csv",
+    output:
+        table=report(
+            "results/tables/expertise.csv",
+            caption="../report/expertise.rst",
+            category="Expertise",
+        ),
+        reliability="results/tables/expertise_reliability.json",
+    log:
+        "results/logs/expertise.log",
+    conda:
+        "../../envs/nonolab.yaml"
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=5,
+    script:
+        "../../scripts/expertise.py"
+
+
+rule ranking:
+    input:
+        attempts="results/features/attempts.csv",
+    output:
+        strengths=report(
+            "results/tables/bt_strengths.csv",
+            caption="../report/bt_strengths.rst",
+            category="Ranking",
+        ),
+        lr_test="results/tables/bt_lr_test.json",
+        comparisons="results/ranking/bt_comparisons.csv",
+    log:
+        "results/logs/ranking.log",
+    conda:
+        "../../envs/nonolab.yaml"
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=30,
+    params:
+        rating=config["ranking"]["rating"],
+        n_boot=config["ranking"]["bootstrap"],
+        ci_level=config["ranking"]["ci_level"],
+        seed=ranking_seed(),
+    script:
+        "../../scripts/ranking.py"
+
+
+rule table1:
+    input:
+        unpack(table1_inputs),
+    output:
+        table=report(
+            "results/tables/table1_spearman.csv",
+            caption="../report/table1.rst",
+            category="Ranking",
+        ),
+        erratum=report(
+            "results/tables/table1_erratum.csv",
+            caption="../report/table1_erratum.rst",
+            category="Ranking",
+        ),
+        points="results/ranking/table1_points.csv",
+    log:
+        "results/logs/table1.log",
+    conda:
+        "../../envs/nonolab.yaml"
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=10,
+    params:
+        rating=config["ranking"]["rating"],
+        main_solver=config["ranking"]["main_solver"],
+        main_encoding=config["ranking"]["main_encoding"],
+        exact_max_n=config["ranking"].get("permutation_exact_max_n", 8),
+        n_perm=config["ranking"].get("permutation_draws", 100000),
+        seed=ranking_seed(),
+    script:
+        "../../scripts/table1.py"
+
+
+ALL_TARGETS.extend(
+    [
+        "results/tables/expertise.csv",
+        "results/tables/expertise_reliability.json",
+        "results/tables/bt_strengths.csv",
+        "results/tables/bt_lr_test.json",
+        "results/tables/table1_spearman.csv",
+        "results/tables/table1_erratum.csv",
+    ]
+)

@@ -1,1 +1,43 @@
-# Stage: themes.
+# Stage: themes. Coded free-text answers: theme tests, prevalence, convergent checks (METHODS 10).
+
+
+rule themes:
+    input:
+        coded=study_path("themes.coded_responses"),
+        attempts="results/features/attempts.csv",
+    output:
+        tests=report(
+            "results/tables/themes_vs_difficulty.csv",
+            caption="../report/themes_vs_difficulty.rst",
+            category="Themes",
+        ),
+        theme_prevalence="results/tables/theme_prevalence.csv",
+        strategy_prevalence="results/tables/strategy_prevalence.csv",
+        convergent=report(
+            "results/tables/themes_convergent.csv",
+            caption="../report/themes_convergent.rst",
+            category="Themes",
+        ),
+    log:
+        "results/logs/themes.log",
+    conda:
+        "../../envs/nonolab.yaml"
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=5,
+    params:
+        coded_path=PRESET.get("themes", {}).get("coded_responses"),
+        convergent=config["themes"]["convergent"],
+    script:
+        "../../scripts/themes.py"
+
+
+ALL_TARGETS.extend(
+    [
+        "results/tables/themes_vs_difficulty.csv",
+        "results/tables/theme_prevalence.csv",
+        "results/tables/strategy_prevalence.csv",
+        "results/tables/themes_convergent.csv",
+    ]
+)

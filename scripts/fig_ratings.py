@@ -1,0 +1,25 @@
+"""Snakemake entry point of rules `fig_ratings` (initial vs final ratings) and
+`fig_trajectories` (cells correct over time, replayed from the ingest events)."""
+
+import logging
+
+import pandas as pd
+
+from nonolab.figures import save_figure
+from nonolab.figures.ratings import plot_ratings, plot_trajectories, solve_trajectories
+from nonolab.provenance import write_table
+
+logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, format="%(message)s")
+p = snakemake.params
+if snakemake.rule == "fig_ratings":
+    fig = plot_ratings(pd.read_csv(snakemake.input.attempts, dtype={"puzzle_id": str}))
+else:
+    events = pd.read_parquet(snakemake.input.events)
+    puzzles = pd.read_parquet(snakemake.input.puzzles)
+    traj = solve_trajectories(events, puzzles, step_s=p.step_s)
+    write_table(
+        traj, snakemake.output.table, inputs=list(snakemake.input), params={"step_s": p.step_s}
+    )
+    fig = plot_trajectories(traj, max_minutes=p.max_minutes)
+save_figure(fig, snakemake.output.png, snakemake.output.pdf)
+logging.info("wrote %s", snakemake.output.png)
