@@ -17,6 +17,7 @@ import threading
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -316,3 +317,161 @@ def uniqueness(
     if other == grid:
         raise PuzzleError("blocking clause did not exclude the first grid (encoding bug)")
     return Uniqueness("multiple", grid, other, stats, total_time)
+
+
+#: Solver names in the study's ``solver_statistics.txt`` -> python-sat names.
+PUBLISHED_SOLVER_NAMES = {
+    "MiniSat22": "minisat22",
+    "Glucose42": "glucose42",
+    "CaDiCaL195": "cadical195",
+}
+
+
+def parse_solver_statistics(path: str | Path) -> pd.DataFrame:
+    """Return the published ``solver_statistics.txt`` as a table.
+
+    One row per ``puzzle id`` x ``Solver`` block, with columns ``puzzle_id`` (the served id, a
+    string), ``solver`` (python-sat name), ``variables``, ``clauses``, ``decisions``,
+    ``propagations``, ``conflicts``, ``restarts`` and ``time_s`` (the published ``time_ms`` /
+    1000). Raises :class:`ValueError` naming the file and line for text it cannot read.
+    """
+    import ast
+    import re
+
+    path = Path(path)
+    rows = []
+    pid = solver = None
+    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        s = line.strip()
+        if not s:
+            continue
+        if m := re.fullmatch(r"puzzle id:\s*(\S+)", s):
+            pid, solver = m.group(1), None
+        elif m := re.fullmatch(r"Solver:\s*(\S+)", s):
+            name = m.group(1)
+            solver = PUBLISHED_SOLVER_NAMES.get(name) or canonical_solver(name)
+        elif s.startswith("{") and pid is not None and solver is not None:
+            try:
+                d = ast.literal_eval(s)
+                rows.append(
+                    {
+                        "puzzle_id": pid,
+                        "solver": solver,
+                        "variables": int(d["nvars_input"]),
+                        "clauses": int(d["nclauses_input"]),
+                        **{k: int(d[k]) for k in STAT_COLUMNS},
+                        "time_s": float(d["time_ms"]) / 1000.0,
+                    }
+                )
+            except (ValueError, SyntaxError, KeyError, TypeError) as exc:
+                raise ValueError(f"{path}:{n}: cannot read the statistics record ({exc})") from None
+        else:
+            raise ValueError(f"{path}:{n}: unexpected line {s[:60]!r}")
+    if not rows:
+        raise ValueError(f"{path}: no solver statistics found")
+    return pd.DataFrame(rows)
+
+
+def compare_published(
+    metrics: pd.DataFrame, published: pd.DataFrame, encoding: str = "block_start"
+) -> pd.DataFrame:
+    """Return computed vs published statistics, one row per puzzle x solver x quantity.
+
+    ``metrics``: rows of :func:`stats_table`; ``published``: :func:`parse_solver_statistics`.
+    Joined on the served id (``puzzle_id``) and solver, for ``encoding`` only. Columns:
+    ``puzzle_id``, ``puzzle_hash``, ``solver``, ``quantity`` (variables, clauses, decisions,
+    propagations, conflicts, restarts), ``published``, ``computed``, ``equal``. A published row
+    with no computed match gets ``computed`` missing and ``equal`` False.
+    """
+    quantities = ["variables", "clauses", *STAT_COLUMNS]
+    m = metrics[metrics["encoding"] == encoding]
+    m = m.assign(puzzle_id=m["puzzle_id"].astype(str))
+    pub = published.assign(puzzle_id=published["puzzle_id"].astype(str))
+    joined = pub.merge(
+        m[["puzzle_id", "puzzle_hash", "solver", *quantities]],
+        on=["puzzle_id", "solver"],
+        how="left",
+        suffixes=("_published", "_computed"),
+    )
+    rows = []
+    for _, r in joined.iterrows():
+        for q in quantities:
+            comp = r[f"{q}_computed"]
+            has = pd.notna(comp)
+            rows.append(
+                {
+                    "puzzle_id": r["puzzle_id"],
+                    "puzzle_hash": r["puzzle_hash"] if has else "",
+                    "solver": r["solver"],
+                    "quantity": q,
+                    "published": int(r[f"{q}_published"]),
+                    "computed": int(comp) if has else pd.NA,
+                    "equal": bool(has and int(comp) == int(r[f"{q}_published"])),
+                }
+            )
+    out = pd.DataFrame(rows)
+    out["computed"] = out["computed"].astype("Int64")
+    return out
+
+
+METRIC_COLUMNS = [c for c in RECORD_COLUMNS if c != "time_s"]
+TIMING_COLUMNS = ["puzzle_hash", "puzzle_id", "encoding", "solver", "time_s"]
+
+
+def metrics_and_timings(
+    puzzles: Iterable[Puzzle],
+    encodings: Iterable[str],
+    solvers: Iterable[str],
+    *,
+    conf_budget: int | None = None,
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Return ``(metrics, timings)`` from :func:`stats_table`.
+
+    ``metrics`` (columns :data:`METRIC_COLUMNS`) holds only deterministic values, so the same
+    puzzles and settings give a byte-identical table; ``timings`` (:data:`TIMING_COLUMNS`)
+    holds the wall seconds of each solve call. No wall-time limit is used here, since it would
+    make ``status`` depend on the machine.
+    """
+    stats = stats_table(puzzles, encodings, solvers, conf_budget=conf_budget)
+    return stats[METRIC_COLUMNS].copy(), stats[TIMING_COLUMNS].copy()
+
+
+def _grid_text(grid: Grid | None) -> str:
+    return "" if grid is None else "/".join("".join("#" if v else "." for v in r) for r in grid)
+
+
+def uniqueness_table(
+    puzzles: Iterable[Puzzle],
+    encodings: Iterable[str],
+    solver: str = "minisat22",
+    *,
+    conf_budget: int | None = None,
+) -> pd.DataFrame:
+    """Return one row per puzzle x encoding with the :func:`uniqueness` answer.
+
+    Columns: ``puzzle_hash``, ``puzzle_id``, ``encoding``, ``solver``, ``status``
+    (unique/multiple/unsat/unknown), ``matches_solution`` (the first grid found equals the
+    puzzle's given solution; missing when none is given or no grid was found), ``grid`` and
+    ``second_grid`` (rows of ``#``/``.`` joined by ``/``; empty when absent).
+    """
+    encodings = list(encodings)
+    rows = []
+    for p in puzzles:
+        for e in encodings:
+            u = uniqueness(p, e, solver, conf_budget=conf_budget)
+            match = pd.NA if p.solution is None or u.grid is None else u.grid == p.solution
+            rows.append(
+                {
+                    "puzzle_hash": p.hash,
+                    "puzzle_id": p.label,
+                    "encoding": e,
+                    "solver": canonical_solver(solver),
+                    "status": u.status,
+                    "matches_solution": match,
+                    "grid": _grid_text(u.grid),
+                    "second_grid": _grid_text(u.second_grid),
+                }
+            )
+    out = pd.DataFrame(rows)
+    out["matches_solution"] = out["matches_solution"].astype("boolean")
+    return out
