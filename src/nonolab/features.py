@@ -24,6 +24,7 @@ Definitions (all times in seconds, from the event times ``t``; an attempt's even
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 
 import numpy as np
 import pandas as pd
@@ -90,7 +91,7 @@ def _final_board(rows: pd.DataFrame, height: int, width: int) -> np.ndarray:
     """Replay move/drag/undo/reset rows (time order) and return the final board (-1/0/1)."""
     board = np.zeros((height, width), dtype=np.int8)
     stack: list[list[tuple[int, int, int]]] = []
-    for drag_id, typ, grp in _ops(rows):
+    for typ, grp in _ops(rows):
         if typ in ("move", "drag"):
             snap = []
             for r, c, v in grp:
@@ -106,23 +107,23 @@ def _final_board(rows: pd.DataFrame, height: int, width: int) -> np.ndarray:
             nz = np.argwhere(board != 0)
             stack.append([(int(r), int(c), int(board[r, c])) for r, c in nz])
             board[:, :] = 0
-        del drag_id
     return board
 
 
-def _ops(rows: pd.DataFrame):
+def _ops(rows: pd.DataFrame) -> Iterator[tuple[str, list[tuple[int, int, int]]]]:
+    """Yield (type, [(r, c, value), ...]) per log line: a drag's cells come as one operation."""
     cur_line, cur_type, cells = None, None, []
     for line, typ, r, c, v in rows[["line_no", "type", "r", "c", "value"]].itertuples(
         index=False, name=None
     ):
         if line != cur_line:
             if cur_line is not None:
-                yield cur_line, cur_type, cells
+                yield cur_type, cells
             cur_line, cur_type, cells = line, typ, []
         if typ in ("move", "drag"):
             cells.append((int(r), int(c), int(v)))
     if cur_line is not None:
-        yield cur_line, cur_type, cells
+        yield cur_type, cells
 
 
 def attempt_features(

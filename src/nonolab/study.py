@@ -118,14 +118,12 @@ def resolve_preset(study_dir: str | Path, preset: str = "auto") -> Preset:
         if Path(preset).exists():
             return load_preset(preset)
         raise StudyError(f"preset {preset!r} is neither a name in {sorted(presets)} nor a file")
-    for name, path in presets.items():
+    for path in presets.values():
         p = load_preset(path)
-        fp = p.get("fingerprint") or {}
-        want = fp.get("puzzle_file_sha256")
+        want = (p.get("fingerprint") or {}).get("puzzle_file_sha256")
         target = study_dir / p.puzzle_file
         if want and target.is_file() and file_sha256(target) == want:
             return p
-        del name
     if "default" not in presets:
         raise StudyError(f"no preset matches {study_dir} and there is no default preset")
     return load_preset(presets["default"])
