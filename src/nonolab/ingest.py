@@ -817,7 +817,7 @@ def coerce_table(df: pd.DataFrame, name: str) -> pd.DataFrame:
     """Return ``df`` with the column order and dtypes its schema declares.
 
     integer -> nullable ``Int64``, number -> ``float64``, boolean -> nullable ``boolean``,
-    string -> ``object`` of str/None, ``format: date-time`` -> ``datetime64[ns, UTC]``.
+    string -> ``object`` of str/None, ``format: date-time`` -> ``datetime64[us, UTC]`` (microseconds, as logged).
     """
     schema = table_schema(name)
     out = pd.DataFrame(index=df.index)
