@@ -1,1 +1,108 @@
-# Stage: simulate.
+# Stage: simulate. Power analysis of the study design (METHODS 8 under the study's design) and
+# parameter recovery on simulated studies. Library: nonolab.power, nonolab.simulate.
+#
+# power_cell runs one (puzzles, participants) design cell: a cluster runs the cells in parallel;
+# power_merge gathers them into results/tables/power.csv, power_figure draws it.
+# `snakemake recovery` (not part of `all`) runs the parameter-recovery benchmark.
+
+
+def simulate_settings(part):
+    """Return config simulate.<part> with the seed resolved (null = the master seed)."""
+    cfg = dict(config.get("simulate", {}).get(part, {}))
+    if cfg.get("seed") is None:
+        cfg["seed"] = int(config["seed"])
+    return cfg
+
+
+POWER = simulate_settings("power")
+
+
+rule power_cell:
+    output:
+        "results/power/cells/p{n_puzzles}_n{n_participants}.csv",
+    log:
+        "results/logs/power/p{n_puzzles}_n{n_participants}.log",
+    wildcard_constraints:
+        n_puzzles=r"\d+",
+        n_participants=r"\d+",
+    conda:
+        "../../envs/nonolab.yaml"
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=30,
+    params:
+        settings=POWER,
+        n_puzzles=lambda wildcards: int(wildcards.n_puzzles),
+        n_participants=lambda wildcards: int(wildcards.n_participants),
+    script:
+        "../../scripts/power_cell.py"
+
+
+rule power_merge:
+    input:
+        expand(
+            "results/power/cells/p{n_puzzles}_n{n_participants}.csv",
+            n_puzzles=POWER.get("n_puzzles", []),
+            n_participants=POWER.get("n_participants", []),
+        ),
+    output:
+        report(
+            "results/tables/power.csv",
+            caption="../report/power_table.rst",
+            category="Simulation",
+        ),
+    log:
+        "results/logs/power/merge.log",
+    conda:
+        "../../envs/nonolab.yaml"
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=5,
+    params:
+        settings=POWER,
+    script:
+        "../../scripts/power_merge.py"
+
+
+rule power_figure:
+    input:
+        "results/tables/power.csv",
+    output:
+        report(
+            "results/figures/power.png",
+            caption="../report/power_figure.rst",
+            category="Simulation",
+        ),
+    log:
+        "results/logs/power/figure.log",
+    conda:
+        "../../envs/nonolab.yaml"
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=5,
+    script:
+        "../../scripts/power_figure.py"
+
+
+rule recovery:
+    output:
+        "results/bench/recovery.json",
+    log:
+        "results/logs/recovery.log",
+    conda:
+        "../../envs/nonolab.yaml"
+    threads: 1
+    resources:
+        mem_mb=4000,
+        runtime=240,
+    params:
+        settings=simulate_settings("recovery"),
+    script:
+        "../../scripts/recovery.py"
+
+
+ALL_TARGETS.append("results/tables/power.csv")
+FIGURES.append("results/figures/power.png")

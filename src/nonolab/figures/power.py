@@ -62,4 +62,11 @@ def power_figure(table: pd.DataFrame, alpha: float | None = None) -> Figure:
             ax.set_xlabel("puzzles (each participant rates 3)")
         axes[0].set_ylabel("power")
         axes[0].legend(loc="upper left")
+        from matplotlib.lines import Line2D
+
+        style_keys = [
+            Line2D([], [], color="k", ls="-", label="Bradley-Terry ranking"),
+            Line2D([], [], color="k", ls="--", label="mean final rating"),
+        ]
+        axes[-1].legend(handles=style_keys, loc="lower right")
     return fig

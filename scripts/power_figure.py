@@ -1,0 +1,18 @@
+"""Snakemake script: draw the power figure from results/tables/power.csv."""
+
+import logging
+
+import pandas as pd
+
+from nonolab.figures import save_figure
+from nonolab.figures.power import power_figure
+
+logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, format="%(message)s", force=True)
+log = logging.getLogger("power_figure")
+
+table = pd.read_csv(snakemake.input[0])
+alpha = float(table["alpha"].iloc[0]) if len(table) else None
+fig = power_figure(table, alpha=alpha)
+out = snakemake.output[0]
+save_figure(fig, out, out.rsplit(".", 1)[0] + ".pdf")
+log.info("wrote %s (%d rows)", out, len(table))
