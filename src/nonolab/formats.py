@@ -50,7 +50,7 @@ class FormatError(ValueError):
     """A puzzle file does not follow its format; the message names the file and line."""
 
 
-_INT = re.compile(r"[0-9]+")
+_INT = re.compile(r"[0-9]{1,9}")  # ASCII digits; longer numbers are no sane puzzle size
 _MAX_SIDE = 100_000  # refuse absurd sizes before allocating anything
 
 
@@ -351,8 +351,10 @@ def parse_g(text: str, source: str = "<g>") -> Puzzle:
 # --------------------------------------------------------------------------------------------
 # ASP facts (.lp, gramcracker)
 
-_LP_FACT = re.compile(r"(row_hint|col_hint)\(\s*(\d+)\s*,\s*(\d+)\s*,\s*(\d+)\s*\)\s*\.")
-_LP_CONST = re.compile(r"#const\s+([wh])\s*=\s*(\d+)\s*\.")
+_LP_FACT = re.compile(
+    r"(row_hint|col_hint)\(\s*([0-9]{1,9})\s*,\s*([0-9]{1,9})\s*,\s*([0-9]{1,9})\s*\)\s*\."
+)
+_LP_CONST = re.compile(r"#const\s+([wh])\s*=\s*([0-9]{1,9})\s*\.")
 
 
 def parse_lp(text: str, source: str = "<lp>") -> Puzzle:
