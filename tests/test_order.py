@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from pysat.solvers import Solver
 
 from nonolab.encodings import get_encoding
-from nonolab.encodings.order import encode, encode_order, packed_ranges
+from nonolab.encodings.order import SKIP, encode, encode_order, packed_ranges
 from nonolab.linesolver import GridState, line_placements, propagate
 from nonolab.puzzles import Puzzle, satisfies
 
@@ -77,13 +77,13 @@ def test_restricted_encoding_has_the_same_solutions(grid):
     s = propagate(p)
     full = sorted(_all_solutions(encode(p), limit=200))
     rpl = [
-        None
+        SKIP
         if (s.row_fill[r] | s.row_empty[r]) == (1 << p.width) - 1
         else line_placements(p.rows[r], p.width, s.row_fill[r], s.row_empty[r])
         for r in range(p.height)
     ]
     cpl = [
-        None
+        SKIP
         if (s.col_fill[c] | s.col_empty[c]) == (1 << p.height) - 1
         else line_placements(p.cols[c], p.height, s.col_fill[c], s.col_empty[c])
         for c in range(p.width)
@@ -99,7 +99,7 @@ def test_restricted_hand_case():
     st_.set(0, 4, 0)
     pl = line_placements(p.rows[0], 6, 0, 1 << 4)
     assert pl == [[0, 1, 2], [3, 5]]
-    enc = encode_order(p, known=st_.to_cells(), row_placements=[pl], col_placements=[None] * 6)
+    enc = encode_order(p, known=st_.to_cells(), row_placements=[pl], col_placements=[SKIP] * 6)
     # without column clauses the row alone admits starts (0,3),(0,5),(1,5),(2,5) and cell 4 empty
     sols = _all_solutions(enc)
     rows = sorted("".join(map(str, g[0])) for g in sols)

@@ -30,8 +30,8 @@ from collections.abc import Sequence
 from nonolab.encodings import Encoding, register
 from nonolab.puzzles import Clue, Puzzle
 
-_TRUE = 0  # sentinel literal "constant true" (never a real variable)
-_FALSE = None  # sentinel literal "constant false"
+#: placement marker: the line needs no clauses (see :func:`encode_order`)
+SKIP = "skip"
 
 
 def packed_ranges(clue: Clue, n: int) -> list[tuple[int, int]]:
@@ -81,95 +81,79 @@ def line_clauses(
         base.append(v - lo[k] - 1)  # X(k, p) = base[k] + p for lo < p <= hi
         v += hi[k] - lo[k]
     app = clauses.append
-
-    def x(k: int, p: int) -> int | None:
-        if k >= k_n or p <= lo[k]:
-            return _TRUE
-        if p > hi[k]:
-            return _FALSE
-        return base[k] + p
-
-    def emit(lits: list) -> None:
-        out = []
-        for lit in lits:
-            if lit is _FALSE:
-                continue
-            if lit is _TRUE:
-                return
-            out.append(lit)
-        if not out:
-            raise ValueError(f"clue {list(clue)}: restricted placements are inconsistent")
-        app(out)
-
-    # 1. monotonicity
+    ext = clauses.extend
+    # The loops below enumerate, per family, the index intervals in which each literal is a
+    # variable or a folded constant, so each clause is built once with no per-literal checks.
+    # 1. monotonicity: X(k, p+1) -> X(k, p)
     for k in range(k_n):
         bk = base[k]
-        clauses.extend([-(bk + p + 1), bk + p] for p in range(lo[k] + 1, hi[k]))
-    # 2. forbidden starts
+        ext([-(bk + p + 1), bk + p] for p in range(lo[k] + 1, hi[k]))
+    # 2. forbidden starts: not (X(k, p) and not X(k, p+1))
     if allowed is not None:
         for k in range(k_n):
-            bk = base[k]
-            for p in range(lo[k] + 1, hi[k]):
-                if p not in allowed[k]:
-                    app([-(bk + p), bk + p + 1])
-    # 3. separation
+            bk, ak = base[k], allowed[k]
+            ext([-(bk + p), bk + p + 1] for p in range(lo[k] + 1, hi[k]) if p not in ak)
+    # 3. separation: X(k, p) -> X(k+1, p + b_k + 1)
     for k in range(k_n - 1):
         gap = clue[k] + 1
+        lk, hk, bk = lo[k], hi[k], base[k]
         lo1, hi1, b1 = lo[k + 1], hi[k + 1], base[k + 1]
-        for p in range(lo[k], hi[k] + 1):
-            q = p + gap
-            if q <= lo1:
-                continue
-            a = x(k, p)
-            if q > hi1:
-                emit([-a if a is not _TRUE else _FALSE])
-            elif a is _TRUE:
-                app([b1 + q])
-            else:
-                app([-a, b1 + q])
+        q = lk + gap  # p = lo_k: X(k, p) is true
+        if q > hi1:
+            raise ValueError(f"clue {list(clue)}: restricted placements are inconsistent")
+        if q > lo1:
+            app([b1 + q])
+        ext(
+            [-(bk + p), b1 + p + gap]
+            for p in range(max(lk + 1, lo1 - gap + 1), min(hk, hi1 - gap) + 1)
+        )
+        ext([-(bk + p)] for p in range(max(lk + 1, hi1 - gap + 1), hk + 1))
     # 4a. a covering block fills the cell: (not X(k, c+1) and X(k, c-b+1)) -> cell
     for k in range(k_n):
         bk, lk, hk, b = base[k], lo[k], hi[k], clue[k]
-        for c in range(lk, hk + b):
-            cl = [cells[c]]
-            if c + 1 <= hk:
-                cl.append(bk + c + 1)
-            if c - b + 1 > lk:
-                cl.append(-(bk + c - b + 1))
-            app(cl)
+        ext([cells[c], bk + c + 1] for c in range(lk, min(lk + b, hk)))
+        if lk + b < hk:
+            ext([cells[c], bk + c + 1, -(bk + c - b + 1)] for c in range(lk + b, hk))
+        else:
+            ext([cells[c]] for c in range(hk, lk + b))
+        ext([cells[c], -(bk + c - b + 1)] for c in range(max(lk + b, hk), hk + b))
     # 4b. a filled cell has some block started by it: cell -> not X(0, c+1)
     b0, l0, h0 = base[0], lo[0], hi[0]
-    for c in range(min(h0, n)):
-        if c + 1 <= l0:
-            app([-cells[c]])
-        else:
-            app([-cells[c], -(b0 + c + 1)])
+    ext([-cells[c]] for c in range(l0))
+    ext([-cells[c], -(b0 + c + 1)] for c in range(l0, h0))
     # 4c. the last block started by c covers it:
     #     cell and not X(k, c+1) and X(k+1, c+1) -> X(k, c-b+1)
     for k in range(k_n):
         bk, lk, hk, b = base[k], lo[k], hi[k], clue[k]
         last = k == k_n - 1
-        c_end = n - 1 if last else hi[k + 1] - 1
-        if not last:
-            bn, ln = base[k + 1], lo[k + 1]
-        for c in range(lk + b, c_end + 1):
+        if last:
+            c_end, bn, ln = n - 1, 0, n + 1
+        else:
+            c_end, bn, ln = hi[k + 1] - 1, base[k + 1], lo[k + 1]
+        hkb = hk + b
+        c0 = lk + b
+        mid_lo = max(c0, ln) if not last else c0
+        mid_hi = min(hk - 1, c_end)
+        if last:
+            # no X(k+1) literal: interior has [-cell, X(k, c+1), X(k, c-b+1)]
+            ext([-cells[c], bk + c + 1, bk + c - b + 1] for c in range(c0, mid_hi + 1))
+            edge = range(max(c0, mid_hi + 1), c_end + 1)
+        else:
+            edge = [c for c in range(c0, c_end + 1) if not (mid_lo <= c <= mid_hi)]
+            ext(
+                [-cells[c], bk + c + 1, -(bn + c + 1), bk + c - b + 1]
+                for c in range(mid_lo, mid_hi + 1)
+            )
+        for c in edge:
             cl = [-cells[c]]
-            if c + 1 <= hk:
+            if c < hk:
                 cl.append(bk + c + 1)
-            if not last and c + 1 > ln:
+            if c >= ln:
                 cl.append(-(bn + c + 1))
-            if c - b + 1 <= hk:
+            if c < hkb:
                 cl.append(bk + c - b + 1)
             app(cl)
     return v
-
-
-def _neg(lit: int | None) -> int | None:
-    if lit is _TRUE:
-        return _FALSE
-    if lit is _FALSE:
-        return _TRUE
-    return -lit
 
 
 def encode_order(
@@ -182,9 +166,10 @@ def encode_order(
     """Return the order encoding of ``puzzle`` (see the module docstring).
 
     ``known`` (optional, rows of -1/0/1): known cells, given as unit clauses after the lines'
-    clauses. ``row_placements``/``col_placements`` (optional, per line): allowed starts per block,
-    or ``None`` for a line that needs no clauses (all its cells known and given in ``known``).
-    Without them every line is encoded over its packed feasible ranges.
+    clauses. ``row_placements``/``col_placements`` (optional, per line): allowed starts per block
+    (sorted lists), ``None`` for the packed feasible ranges, or :data:`SKIP` for a line that needs
+    no clauses (all its cells known and given in ``known``). Without them every line is encoded
+    over its packed feasible ranges.
     """
     h, w = puzzle.height, puzzle.width
     clauses: list[list[int]] = []
@@ -193,14 +178,14 @@ def encode_order(
         pl = None
         if row_placements is not None:
             pl = row_placements[r]
-            if pl is None:
+            if pl is SKIP:
                 continue
         v = line_clauses(puzzle.rows[r], range(r * w + 1, r * w + w + 1), v, clauses, pl)
     for c in range(w):
         pl = None
         if col_placements is not None:
             pl = col_placements[c]
-            if pl is None:
+            if pl is SKIP:
                 continue
         v = line_clauses(puzzle.cols[c], range(c + 1, h * w + 1, w), v, clauses, pl)
     if known is not None:

@@ -1,0 +1,170 @@
+"""``nonolab solve``: solve puzzle files and say whether each solution is unique.
+
+Text output per puzzle: a header (label, short hash, size), the status and phase times, then the
+grid (``#`` filled, ``.`` empty) and, when the puzzle has several solutions, a second one.
+``--json`` prints one JSON object per puzzle per line (JSON Lines), in input order. Exit code 0
+when every puzzle was solved (unique or multiple), 1 when some puzzle is unsat or unknown.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from concurrent.futures import ProcessPoolExecutor
+from typing import Any
+
+from nonolab.puzzles import Puzzle, grid_to_strings
+
+
+def solve_record(
+    puzzle: Puzzle,
+    *,
+    method: str = "hybrid",
+    encoding: str = "order",
+    solver: str = "cadical195",
+    timeout_s: float | None = None,
+    probing: bool | None = None,
+) -> dict[str, Any]:
+    """Return one puzzle's result as a JSON-ready dict.
+
+    Keys: ``label``, ``puzzle_hash``, ``height``, ``width``, ``method``, ``encoding``,
+    ``solver``, ``status`` (unique | multiple | unsat | unknown), ``grid`` (row strings or
+    None), ``second_grid`` (when multiple), ``time_s`` (wall seconds for this puzzle), the
+    phase times in seconds (hybrid: ``propagate_s``, ``probe_s``, ``encode_s``, ``solve_s``,
+    ``uniqueness_s``, ``time_to_first_s``) and counts.
+    """
+    rec: dict[str, Any] = {
+        "label": puzzle.label,
+        "puzzle_hash": puzzle.hash,
+        "height": puzzle.height,
+        "width": puzzle.width,
+        "method": method,
+        "encoding": encoding,
+        "solver": solver,
+    }
+    if method == "hybrid":
+        from nonolab.fastsolve import solve
+
+        kw: dict[str, Any] = {} if probing is None else {"probing": probing}
+        res = solve(puzzle, encoding=encoding, solver=solver, timeout_s=timeout_s, **kw)
+        rec.update(res.as_dict())
+        return rec
+    if method == "plain":
+        from nonolab.solvers import uniqueness
+
+        t0 = time.perf_counter()
+        u = uniqueness(puzzle, encoding, solver, time_limit_s=timeout_s)
+        rec["status"] = u.status
+        rec["grid"] = grid_to_strings(u.grid) if u.grid is not None else None
+        if u.second_grid is not None:
+            rec["second_grid"] = grid_to_strings(u.second_grid)
+        rec["time_s"] = time.perf_counter() - t0
+        rec.update({k: int(v) for k, v in u.stats.items()})
+        return rec
+    raise ValueError(f"unknown method {method!r}; use hybrid or plain")
+
+
+def _worker(item: tuple[Puzzle, dict[str, Any]]) -> dict[str, Any]:
+    puzzle, kw = item
+    return solve_record(puzzle, **kw)
+
+
+def _format_text(rec: dict[str, Any]) -> str:
+    head = (
+        f"== {rec['label']} [{rec['puzzle_hash'][:12]}] {rec['width']}x{rec['height']} "
+        f"(width x height)"
+    )
+    phases = [
+        f"{k[:-2]} {rec[k]:.3f}"
+        for k in ("propagate_s", "probe_s", "encode_s", "solve_s", "uniqueness_s")
+        if k in rec
+    ]
+    line = f"status: {rec['status']}  time {rec['time_s']:.3f} s"
+    if phases:
+        line += " (" + ", ".join(phases) + ")"
+    out = [head, line]
+    if rec.get("reason"):
+        out.append(f"note: {rec['reason']}")
+    if rec.get("grid"):
+        out += rec["grid"]
+    if rec.get("second_grid"):
+        out.append("-- a second solution:")
+        out += rec["second_grid"]
+    return "\n".join(out)
+
+
+def _solve(args: argparse.Namespace) -> int:
+    from nonolab.formats import read_puzzles
+
+    puzzles: list[Puzzle] = []
+    for f in args.files:
+        puzzles.extend(read_puzzles(f, args.format))
+    kw = {
+        "method": args.method,
+        "encoding": args.encoding or ("order" if args.method == "hybrid" else "block_start"),
+        "solver": args.solver,
+        "timeout_s": args.timeout,
+        "probing": args.probing,
+    }
+    items = [(p, kw) for p in puzzles]
+    if args.jobs > 1 and len(items) > 1:
+        with ProcessPoolExecutor(max_workers=args.jobs) as ex:
+            results = ex.map(_worker, items, chunksize=max(1, len(items) // (8 * args.jobs)))
+            return _emit(results, args.json)
+    return _emit(map(_worker, items), args.json)
+
+
+def _emit(results, as_json: bool) -> int:
+    bad = 0
+    for rec in results:
+        if rec["status"] not in ("unique", "multiple"):
+            bad += 1
+        if as_json:
+            print(json.dumps(rec, sort_keys=True), flush=True)
+        else:
+            print(_format_text(rec), flush=True)
+    return 1 if bad else 0
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    """Add ``solve`` to the CLI."""
+    p = sub.add_parser(
+        "solve",
+        help="solve puzzle files (any supported format) and decide uniqueness",
+        description=(
+            "Solve every puzzle in FILE... and say whether its solution is unique. "
+            "Exit code 1 when some puzzle is unsat or undecided (timeout)."
+        ),
+    )
+    p.add_argument("files", nargs="+", metavar="FILE", help="puzzle files (.non, .nin, TAAI...)")
+    p.add_argument("--json", action="store_true", help="one JSON object per puzzle per line")
+    p.add_argument(
+        "--method",
+        choices=("hybrid", "plain"),
+        default="hybrid",
+        help="hybrid: line propagation then SAT on the rest (default); plain: whole CNF + solver",
+    )
+    p.add_argument(
+        "--encoding",
+        default=None,
+        help="CNF encoding (default: order for hybrid, block_start for plain)",
+    )
+    p.add_argument("--solver", default="cadical195", help="python-sat solver (default cadical195)")
+    p.add_argument("--jobs", type=int, default=1, help="solve puzzles in N processes")
+    p.add_argument("--timeout", type=float, default=None, help="seconds per puzzle")
+    p.add_argument(
+        "--probing",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="single-cell probing between propagation and SAT (hybrid; default: the library's)",
+    )
+    p.add_argument("--format", default=None, help="puzzle format (default: from the extension)")
+    p.set_defaults(func=_solve)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    from nonolab.cli import main
+
+    sys.exit(main(["solve", *sys.argv[1:]]))

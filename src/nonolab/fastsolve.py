@@ -1,0 +1,335 @@
+"""Hybrid Nonogram solver: line propagation, optional probing, then SAT on what remains.
+
+Pipeline of :func:`solve`:
+
+1. propagate the complete line solver to a fixpoint (:func:`nonolab.linesolver.propagate`);
+2. optionally probe single cells (:func:`nonolab.linesolver.probe`);
+3. if cells remain unknown, encode only the remaining problem: lines whose cells are all known
+   are dropped, every other line is encoded over the block starts still feasible given the
+   known cells (:func:`nonolab.linesolver.line_placements`), and known cells become unit
+   clauses (order encoding by default; any registered encoding is accepted and then given the
+   whole puzzle plus the units);
+4. solve with a python-sat solver (CaDiCaL 1.9.5 by default), then prove uniqueness on the same
+   solver instance by blocking the model over the unknown cell variables and solving again.
+
+A propagation/probing fixpoint that is complete is the unique solution (both steps only set
+cells forced in every solution). Every grid returned is checked against the clues first.
+A timeout or conflict budget that runs out gives status ``unknown``.
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from pysat.solvers import Solver
+
+from nonolab.encodings import Encoding, get_encoding
+from nonolab.encodings.order import SKIP, encode_order
+from nonolab.linesolver import (
+    Contradiction,
+    GridState,
+    ProbeStats,
+    PropagationStats,
+    line_placements,
+    probe,
+    propagate,
+)
+from nonolab.puzzles import Grid, Puzzle, check_solution
+
+#: conflicts per solve slice when a timeout is set (CaDiCaL cannot be interrupted from python-sat,
+#: so a timeout is enforced between slices of this many conflicts)
+SLICE_CONFLICTS = 2000
+
+STATUSES = ("unique", "multiple", "unsat", "unknown")
+
+
+@dataclass
+class SolveResult:
+    """Outcome of :func:`solve`.
+
+    ``status``: ``unique`` | ``multiple`` | ``unsat`` | ``unknown``; ``grid``: a solution (0/1
+    rows) or None; ``second_grid``: a different solution when ``multiple``; ``times``: seconds
+    per phase (``propagate_s``, ``probe_s``, ``encode_s``, ``solve_s``, ``uniqueness_s``,
+    ``total_s``) and ``time_to_first_s`` (until the first solution was known); ``counts``:
+    cells known after propagation/probing, CNF size, solver statistics; ``reason``: why the
+    status is ``unknown``/``unsat``.
+    """
+
+    status: str
+    grid: Grid | None = None
+    second_grid: Grid | None = None
+    times: dict[str, float] = field(default_factory=dict)
+    counts: dict[str, int] = field(default_factory=dict)
+    reason: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        """Return a JSON-ready dict (grids as ``#``/``.`` row strings)."""
+        from nonolab.puzzles import grid_to_strings
+
+        d: dict[str, Any] = {"status": self.status}
+        d["grid"] = grid_to_strings(self.grid) if self.grid is not None else None
+        if self.second_grid is not None:
+            d["second_grid"] = grid_to_strings(self.second_grid)
+        d["time_s"] = self.times.get("total_s")
+        d.update(self.times)
+        d.update(self.counts)
+        if self.reason:
+            d["reason"] = self.reason
+        return d
+
+
+class _Clock:
+    def __init__(self, timeout_s: float | None):
+        self.t0 = time.perf_counter()
+        self.deadline = None if timeout_s is None else self.t0 + timeout_s
+
+    def expired(self) -> bool:
+        return self.deadline is not None and time.perf_counter() > self.deadline
+
+
+def _verified(puzzle: Puzzle, grid: Grid) -> Grid:
+    check_solution(puzzle, grid)  # raises PuzzleError naming the first wrong line
+    return grid
+
+
+def remaining_encoding(puzzle: Puzzle, state: GridState, encoding: str = "order") -> Encoding:
+    """Return a CNF of the part of ``puzzle`` left unknown in ``state``.
+
+    For ``order``: fully known lines are dropped, the others are encoded over the block starts
+    still feasible, and known cells are unit clauses. For another registered encoding: its full
+    encoding plus the units. Raises :class:`Contradiction` if a line has no completion.
+    """
+    known = state.to_cells()
+    if encoding != "order":
+        enc = get_encoding(encoding)(puzzle)
+        w = puzzle.width
+        for r, row in enumerate(known):
+            for c, v in enumerate(row):
+                if v == 1:
+                    enc.clauses.append([r * w + c + 1])
+                elif v == 0:
+                    enc.clauses.append([-(r * w + c + 1)])
+        return enc
+    h, w = puzzle.height, puzzle.width
+    full_r, full_c = (1 << w) - 1, (1 << h) - 1
+    rpl: list = []
+    for r in range(h):
+        f, e = state.row_fill[r], state.row_empty[r]
+        if f | e == full_r:
+            rpl.append(SKIP)
+            continue
+        if not f | e:
+            rpl.append(None)  # nothing known: the packed ranges are exact
+            continue
+        pl = line_placements(puzzle.rows[r], w, f, e)
+        if pl is None:
+            raise Contradiction(f"row {r}")
+        rpl.append(pl)
+    cpl: list = []
+    for c in range(w):
+        f, e = state.col_fill[c], state.col_empty[c]
+        if f | e == full_c:
+            cpl.append(SKIP)
+            continue
+        if not f | e:
+            cpl.append(None)
+            continue
+        pl = line_placements(puzzle.cols[c], h, f, e)
+        if pl is None:
+            raise Contradiction(f"column {c}")
+        cpl.append(pl)
+    return encode_order(puzzle, known=known, row_placements=rpl, col_placements=cpl)
+
+
+def _solve_limited(s: Solver, clock: _Clock, conflict_budget: int | None) -> bool | None:
+    """Solve with an optional wall-clock deadline and conflict budget; None = gave up."""
+    if clock.deadline is None and conflict_budget is None:
+        return s.solve()
+    used = 0
+    while True:
+        if clock.expired():
+            return None
+        step = SLICE_CONFLICTS if clock.deadline is not None else conflict_budget
+        if conflict_budget is not None:
+            step = min(step, conflict_budget - used)
+            if step <= 0:
+                return None
+        before = s.accum_stats().get("conflicts", 0)
+        s.conf_budget(step)
+        res = s.solve_limited()
+        if res is not None:
+            return res
+        used += max(s.accum_stats().get("conflicts", 0) - before, 1)
+
+
+def solve(
+    puzzle: Puzzle,
+    *,
+    encoding: str = "order",
+    solver: str = "cadical195",
+    probing: bool = True,
+    timeout_s: float | None = None,
+    conflict_budget: int | None = None,
+    prove_unique: bool = True,
+    probe_limit_s: float | None = None,
+) -> SolveResult:
+    """Solve ``puzzle`` with the hybrid pipeline (see the module docstring); return a
+    :class:`SolveResult` (times in seconds).
+
+    ``encoding``: CNF for the remaining problem; ``solver``: python-sat solver name;
+    ``probing``: run single-cell probing after propagation (bounded by ``probe_limit_s`` seconds
+    when given, and by ``timeout_s``); ``timeout_s``: wall-clock limit for the whole call;
+    ``conflict_budget``: conflict limit per SAT call; ``prove_unique``: look for a second
+    solution (else a found solution is reported as ``unique`` only when logic alone found it,
+    ``multiple`` never, and ``unknown``-uniqueness is marked in ``counts['uniqueness_checked']``).
+    """
+    clock = _Clock(timeout_s)
+    times = {
+        "propagate_s": 0.0,
+        "probe_s": 0.0,
+        "encode_s": 0.0,
+        "solve_s": 0.0,
+        "uniqueness_s": 0.0,
+    }
+    counts: dict[str, int] = {"n_cells": puzzle.height * puzzle.width}
+    res = _solve(
+        puzzle,
+        encoding,
+        solver,
+        probing,
+        clock,
+        conflict_budget,
+        prove_unique,
+        probe_limit_s,
+        times,
+        counts,
+    )
+    times["total_s"] = time.perf_counter() - clock.t0
+    res.times = times
+    res.counts = counts
+    return res
+
+
+def _solve(
+    puzzle: Puzzle,
+    encoding: str,
+    solver: str,
+    probing: bool,
+    clock: _Clock,
+    conflict_budget: int | None,
+    prove_unique: bool,
+    probe_limit_s: float | None,
+    times: dict[str, float],
+    counts: dict[str, int],
+) -> SolveResult:
+    t = time.perf_counter()
+    pst = PropagationStats()
+    try:
+        state = propagate(puzzle, stats=pst)
+    except Contradiction as exc:
+        times["propagate_s"] = time.perf_counter() - t
+        return SolveResult("unsat", reason=f"propagation: {exc} has no completion")
+    times["propagate_s"] = time.perf_counter() - t
+    counts["line_solves"] = pst.line_solves
+    counts["cells_by_propagation"] = state.n_known()
+    counts["cells_by_probing"] = 0
+    if state.is_complete():
+        times["time_to_first_s"] = time.perf_counter() - clock.t0
+        counts["uniqueness_checked"] = 1
+        return SolveResult("unique", grid=_verified(puzzle, state.to_grid()))
+    if probing:
+        t = time.perf_counter()
+        deadline = clock.deadline
+        if probe_limit_s is not None:
+            d2 = t + probe_limit_s
+            deadline = d2 if deadline is None else min(deadline, d2)
+        before = state.n_known()
+        pr = ProbeStats()
+        try:
+            probe(puzzle, state, stats=pr, deadline=deadline)
+        except Contradiction as exc:
+            times["probe_s"] = time.perf_counter() - t
+            return SolveResult("unsat", reason=f"probing: {exc}")
+        times["probe_s"] = time.perf_counter() - t
+        counts["probes"] = pr.probes
+        counts["cells_by_probing"] = state.n_known() - before
+        if state.is_complete():
+            times["time_to_first_s"] = time.perf_counter() - clock.t0
+            counts["uniqueness_checked"] = 1
+            return SolveResult("unique", grid=_verified(puzzle, state.to_grid()))
+    if clock.expired():
+        return SolveResult("unknown", reason="timeout before SAT")
+    t = time.perf_counter()
+    try:
+        enc = remaining_encoding(puzzle, state, encoding)
+    except Contradiction as exc:
+        times["encode_s"] = time.perf_counter() - t
+        return SolveResult("unsat", reason=f"encoding: {exc} has no completion")
+    times["encode_s"] = time.perf_counter() - t
+    counts["n_vars"] = enc.nvars
+    counts["n_clauses"] = len(enc.clauses)
+    t = time.perf_counter()
+    with _new_solver(solver, enc.clauses) as s:
+        ok = _solve_limited(s, clock, conflict_budget)
+        times["solve_s"] = time.perf_counter() - t
+        if ok is None:
+            _stats(s, counts)
+            return SolveResult("unknown", reason="timeout or conflict budget (first solution)")
+        if not ok:
+            _stats(s, counts)
+            return SolveResult("unsat", reason="SAT solver: no solution")
+        times["time_to_first_s"] = time.perf_counter() - clock.t0
+        model = s.get_model()
+        grid = _verified(puzzle, enc.decode(model))
+        if not prove_unique:
+            _stats(s, counts)
+            counts["uniqueness_checked"] = 0
+            return SolveResult("unknown", grid=grid, reason="uniqueness not checked")
+        t = time.perf_counter()
+        unknown_vars = {r * puzzle.width + c + 1 for r, c in state.unknown_cells()}
+        s.add_clause([-lit for lit in model if abs(lit) in unknown_vars])
+        ok2 = _solve_limited(s, clock, conflict_budget)
+        times["uniqueness_s"] = time.perf_counter() - t
+        _stats(s, counts)
+        counts["uniqueness_checked"] = int(ok2 is not None)
+        if ok2 is None:
+            return SolveResult(
+                "unknown", grid=grid, reason="timeout or conflict budget (uniqueness)"
+            )
+        if ok2:
+            second = _verified(puzzle, enc.decode(s.get_model()))
+            return SolveResult("multiple", grid=grid, second_grid=second)
+        return SolveResult("unique", grid=grid)
+
+
+def _new_solver(name: str, clauses: list[list[int]]) -> Solver:
+    """Return a python-sat solver loaded with ``clauses``.
+
+    For CaDiCaL 1.9.5 the clauses go straight to the extension's ``add_cl`` (python-sat's
+    per-clause Python wrapper otherwise costs as much as the solving on 25x25 puzzles; see
+    docs/decisions.md); other solvers use ``bootstrap_with``.
+    """
+    if name in ("cadical195", "cd195", "cd19", "cdl195", "cdl19"):
+        s = Solver(name=name)
+        try:
+            import pysolvers
+
+            handle = s.solver.cadical
+            add = pysolvers.cadical195_add_cl
+        except (ImportError, AttributeError):  # python-sat internals changed: portable path
+            s.append_formula(clauses)
+            return s
+        if not all(list(map(add, itertools.repeat(handle, len(clauses)), clauses))):
+            s.solver.status = False  # an added clause made the formula trivially false
+        return s
+    return Solver(name=name, bootstrap_with=clauses)
+
+
+def _stats(s: Solver, counts: dict[str, int]) -> None:
+    st = s.accum_stats() or {}
+    for k in ("conflicts", "decisions", "propagations", "restarts"):
+        if k in st:
+            counts[k] = int(st[k])

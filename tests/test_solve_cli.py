@@ -1,0 +1,89 @@
+"""``nonolab solve``: the webpbn #1 acceptance case, JSON Lines, multi-puzzle files, --jobs."""
+
+from __future__ import annotations
+
+import json
+import random
+
+from nonolab.cli import main
+from nonolab.formats import to_taai
+from nonolab.puzzles import Puzzle, grid_to_strings, satisfies
+
+
+def _run(capsys, argv):
+    code = main(argv)
+    out = capsys.readouterr().out
+    return code, out
+
+
+def test_webpbn_1_text_and_json(bench_dir, capsys):
+    path = bench_dir / "mikix+nonogram-db/db/webpbn/1.non"
+    code, out = _run(capsys, ["solve", str(path)])
+    assert code == 0
+    # the goal shipped in the file (Dancer, 5 wide x 10 high)
+    goal = "01100011010010101110101001010000110010100101111000"
+    expect = ["".join("#" if goal[r * 5 + c] == "1" else "." for c in range(5)) for r in range(10)]
+    lines = out.splitlines()
+    assert "status: unique" in lines[1]
+    assert lines[2:12] == expect
+    code, out = _run(capsys, ["solve", "--json", str(path)])
+    (rec,) = [json.loads(x) for x in out.splitlines()]
+    assert rec["status"] == "unique" and rec["grid"] == expect
+    assert rec["label"] == "1" and len(rec["puzzle_hash"]) == 64
+    for k in ("time_s", "propagate_s", "probe_s", "encode_s", "solve_s", "uniqueness_s"):
+        assert rec[k] >= 0
+    # independent check against the clues of the file
+    from nonolab.formats import read_puzzles
+
+    (p,) = read_puzzles(path)
+    assert satisfies(p, [[int(ch == "#") for ch in row] for row in rec["grid"]])
+
+
+def _taai_file(tmp_path, n=6, seed=11):
+    rng = random.Random(seed)
+    puzzles = []
+    for i in range(n):
+        g = [[int(rng.random() < 0.55) for _ in range(25)] for _ in range(25)]
+        puzzles.append(Puzzle.from_grid(g, label=str(i + 1)))
+    path = tmp_path / "set.txt"
+    path.write_text(to_taai(puzzles), encoding="utf-8")
+    return path, puzzles
+
+
+def test_multi_puzzle_file_json_lines_in_order(tmp_path, capsys):
+    path, puzzles = _taai_file(tmp_path)
+    code, out = _run(capsys, ["solve", "--json", "--timeout", "60", str(path)])
+    recs = [json.loads(x) for x in out.splitlines()]
+    assert len(recs) == len(puzzles)
+    assert [r["puzzle_hash"] for r in recs] == [p.hash for p in puzzles]
+    for r, p in zip(recs, puzzles, strict=True):
+        assert r["status"] in ("unique", "multiple")
+        grid = [[int(ch == "#") for ch in row] for row in r["grid"]]
+        assert satisfies(p, grid)
+        if r["status"] == "unique":
+            assert r["grid"] == grid_to_strings(p.solution)
+        else:
+            assert r["second_grid"] != r["grid"]
+    assert code == 0
+
+
+def test_jobs_and_plain_method_agree(tmp_path, capsys):
+    path, _ = _taai_file(tmp_path, n=4, seed=5)
+    _, out1 = _run(capsys, ["solve", "--json", str(path)])
+    _, out2 = _run(capsys, ["solve", "--json", "--jobs", "2", str(path)])
+    _, out3 = _run(capsys, ["solve", "--json", "--method", "plain", str(path)])
+    r1, r2, r3 = ([json.loads(x) for x in o.splitlines()] for o in (out1, out2, out3))
+    assert [(r["puzzle_hash"], r["status"]) for r in r1] == [
+        (r["puzzle_hash"], r["status"]) for r in r2
+    ]
+    assert [r["status"] for r in r1] == [r["status"] for r in r3]
+    assert all(r["method"] == "plain" and r["encoding"] == "block_start" for r in r3)
+
+
+def test_bad_file_is_a_clear_error(tmp_path, capsys):
+    bad = tmp_path / "bad.nin"
+    bad.write_text("3 2\n1\nx\n", encoding="utf-8")
+    code = main(["solve", str(bad)])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert "bad.nin" in err
