@@ -20,14 +20,34 @@ Public entry points:
 
 from __future__ import annotations
 
+import functools
 import re
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any, TypeVar
 
 import numpy as np
 import pandas as pd
 from scipy import stats
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def _single_thread_blas(fn: _F) -> _F:
+    """Run ``fn`` with BLAS limited to one thread: the matrices here are small (at most a few
+    hundred rows), and multi-threaded BLAS on them is several times slower on a shared machine.
+    Results do not depend on it."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        from threadpoolctl import threadpool_limits
+
+        with threadpool_limits(limits=1, user_api="blas"):
+            return fn(*args, **kwargs)
+
+    return wrapper  # type: ignore[return-value]
+
 
 PARTICIPANT = "participant_id"
 PUZZLE = "puzzle_hash"
@@ -103,6 +123,7 @@ def _codes(s: pd.Series) -> np.ndarray:
     return pd.factorize(s.astype(str), sort=True)[0]
 
 
+@_single_thread_blas
 def fit_crossed(
     data: pd.DataFrame,
     formula: str,
@@ -260,6 +281,7 @@ class BootstrapResult:
         return float((1 + np.sum(np.abs(z) >= abs(self.z_observed) - 1e-12)) / (1 + len(z)))
 
 
+@_single_thread_blas
 def bootstrap_p(
     data: pd.DataFrame,
     y: str,
@@ -400,6 +422,7 @@ def _profiled_reml(theta: np.ndarray, c: _Cross) -> tuple[float, np.ndarray, np.
     return float(crit), beta, np.linalg.inv(XtWX), s2
 
 
+@_single_thread_blas
 def reml_fit_arrays(
     y: np.ndarray,
     X: np.ndarray,
@@ -410,7 +433,9 @@ def reml_fit_arrays(
 
     A compact direct implementation: the REML criterion profiled over the residual variance
     (lme4's parametrisation, relative SDs ``theta >= 0``), minimised by bounded L-BFGS-B from
-    several starts plus each boundary face (one variance fixed at 0); the best is kept. Used for
+    several starts plus each boundary face (one variance fixed at 0); the best is kept. With a
+    warm ``start`` (bootstrap refits) only that start is used, and a boundary face only when
+    the optimum's relative SD for it is below 0.2. Used for
     start values of :func:`fit_crossed` and for the bootstrap refits; tests check it against
     statsmodels and lme4. Returns ``(beta, cov_beta, variances, reml_loglik)`` with
     ``variances`` = (var_1, ..., var_k, var_residual) in squared outcome units.
@@ -427,7 +452,7 @@ def reml_fit_arrays(
             return np.inf
 
     if start is not None:
-        starts = [np.maximum(np.asarray(start, dtype=float), 1e-2), np.ones(k)]
+        starts = [np.maximum(np.asarray(start, dtype=float), 1e-2)]
     else:
         starts = [np.ones(k), np.full(k, 0.3), np.full(k, 3.0)]
     opts = {"ftol": 1e-14, "gtol": 1e-10, "maxiter": 2000}
@@ -438,6 +463,8 @@ def reml_fit_arrays(
             best_t, best_f = np.asarray(res.x, dtype=float), float(res.fun)
     assert best_t is not None
     for j in range(k):  # boundary faces: variance j fixed at zero
+        if start is not None and best_t[j] > 0.2:
+            continue  # warm start (bootstrap refits): only faces near the optimum
         free = [i for i in range(k) if i != j]
 
         def g(tf: np.ndarray, _j: int = j, _free: list[int] = free) -> float:
@@ -462,6 +489,7 @@ def reml_fit_arrays(
     return beta, s2 * xtwx_inv, variances, -crit / 2
 
 
+@_single_thread_blas
 def satterthwaite_df(fit: CrossedFit, contrast: Sequence[float] | str) -> float:
     """Return the Satterthwaite denominator df (unitless) of a fixed-effect contrast.
 
@@ -628,6 +656,7 @@ def _fixed_row(fit: CrossedFit, term: str, alpha: float = 0.05) -> dict[str, flo
     }
 
 
+@_single_thread_blas
 def behaviour_models(
     attempts: pd.DataFrame,
     covariates: pd.DataFrame,
@@ -741,6 +770,7 @@ def simple_slopes(
     return pd.DataFrame(rows)
 
 
+@_single_thread_blas
 def moderation_models(
     attempts: pd.DataFrame,
     covariates: pd.DataFrame,
@@ -806,6 +836,7 @@ def pause_counts_at(
     )
 
 
+@_single_thread_blas
 def threshold_sensitivity(
     attempts: pd.DataFrame,
     gaps: pd.DataFrame,
