@@ -272,6 +272,16 @@ def test_drag_with_inconsistent_cells(tmp_path, change, reason):
     assert_good_intact(res)
 
 
+def test_byte_order_mark_and_crlf_are_tolerated(tmp_path):
+    root = study_with(tmp_path, good_session())
+    path = root / "backend" / "logs" / "Bad-p1.ndjson"
+    path.write_bytes(b"\xef\xbb\xbf" + path.read_bytes().replace(b"\n", b"\r\n"))
+    res = ingest(root)
+    assert len(ledger_for(res)) == 0
+    assert (res.tables["attempts"].participant_id == "Bad-p1").sum() == 3
+    assert_good_intact(res)
+
+
 def test_blank_lines_are_not_events(tmp_path):
     events = with_line(good_session(), 3, "   ")
     res = ingest(study_with(tmp_path, events))

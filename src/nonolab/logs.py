@@ -260,7 +260,7 @@ def parse_line(text: str | bytes, source: str = "<log>", line_no: int = 0) -> Ev
             text = text.decode("utf-8")
         except UnicodeDecodeError as exc:
             raise LogLineError(where, f"not UTF-8 ({exc.reason} at byte {exc.start})") from None
-    stripped = text.strip()
+    stripped = text.strip().removeprefix("\ufeff")  # a UTF-8 byte-order mark is not content
     if not stripped:
         raise LogLineError(where, "empty line")
     try:
