@@ -327,3 +327,33 @@ def test_gnonograms_are_line_solvable(bench_dir):
         assert m["line_solvable"], f.name
         assert m["probing_depth"] == 0
         assert propagate(p).to_grid() == p.solution
+
+
+def test_line_metrics_table():
+    from nonolab.linesolver import line_metrics_table
+
+    plus = Puzzle(rows=[(1,), (3,), (1,)], cols=[(1,), (3,), (1,)], label="plus")
+    two = Puzzle(rows=[(1,), (1,)], cols=[(1,), (1,)], label="two")
+    bad = Puzzle(rows=[(2,), ()], cols=[(1,), (), (1,)], label="bad")
+    df = line_metrics_table([plus, two, bad])
+    assert list(df["puzzle_id"]) == ["plus", "two", "bad"]
+    assert list(df["puzzle_hash"]) == [plus.hash, two.hash, bad.hash]
+    assert list(df["contradiction"]) == [False, False, True]
+    assert df.loc[0, "line_solvable"] and df.loc[0, "probing_depth"] == 0
+    # plus: row pass sets row 1 (3 cells); columns finish; one more row pass confirms
+    assert df.loc[0, "first_sweep_cells"] == 3
+    assert df.loc[0, "cells_solved_by_propagation"] == 9
+    assert not df.loc[1, "line_solvable"]
+    assert df["probing_depth"].isna().tolist() == [False, True, True]
+
+
+def test_study_puzzles_line_metrics(study_dir):
+    from nonolab.linesolver import line_metrics_table
+    from nonolab.puzzles import load_study_puzzles
+
+    df = line_metrics_table(load_study_puzzles(study_dir / "nonograms_6.json"))
+    assert len(df) == 6
+    # every served puzzle is solvable by propagation alone (checked against its solution)
+    assert df["line_solvable"].all()
+    for p in load_study_puzzles(study_dir / "nonograms_6.json"):
+        assert propagate(p).to_grid() == p.solution

@@ -27,8 +27,12 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
 from nonolab.puzzles import Clue, Grid, Puzzle
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 UNKNOWN, EMPTY, FILLED = -1, 0, 1
 
@@ -623,3 +627,29 @@ def propagation_fixpoint(puzzle: Puzzle) -> GridState:
     """Return the propagation fixpoint of ``puzzle`` from the blank grid (raises
     :class:`Contradiction`)."""
     return propagate(puzzle, GridState.blank(puzzle.height, puzzle.width))
+
+
+def line_metrics_table(
+    puzzles: Sequence[Puzzle], *, max_depth: int = 2, time_limit_s: float | None = 60.0
+) -> pd.DataFrame:
+    """Return one row per puzzle: ``puzzle_hash``, ``puzzle_id`` (the label), ``height``,
+    ``width`` and the :func:`line_metrics` columns (counts; ``probing_depth`` empty when beyond
+    ``max_depth``; ``frac_solved_by_propagation`` a fraction of the cells). A puzzle whose clues
+    propagation proves contradictory gets ``contradiction = True`` and empty metrics."""
+    import pandas as pd
+
+    rows = []
+    for p in puzzles:
+        base = {"puzzle_hash": p.hash, "puzzle_id": str(p.label), "height": p.height}
+        base["width"] = p.width
+        try:
+            m = line_metrics(p, max_depth=max_depth, time_limit_s=time_limit_s)
+            base["contradiction"] = False
+            base.update(m)
+        except Contradiction:
+            base["contradiction"] = True
+        rows.append(base)
+    df = pd.DataFrame(rows)
+    if "probing_depth" in df:
+        df["probing_depth"] = df["probing_depth"].astype("Int64")
+    return df
