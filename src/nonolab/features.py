@@ -126,6 +126,22 @@ def _ops(rows: pd.DataFrame) -> Iterator[tuple[str, list[tuple[int, int, int]]]]
         yield cur_type, cells
 
 
+def _narrow(events: pd.DataFrame) -> pd.DataFrame:
+    """Attempt-window events (surveys dropped) with the columns features use and ``us`` =
+    event time in integer microseconds; sorted by participant, order and ``seq``."""
+    ev = events.loc[
+        (events["phase"] == "puzzle") & (events["role"] != "survey"),
+        ["participant_id", "order", "puzzle_hash", "line_no", "seq", "type", "role"]
+        + ["r", "c", "value", "solved", "t"],
+    ]
+    ev = ev.assign(us=ev["t"].astype("datetime64[us, UTC]").astype("int64")).drop(columns="t")
+    return ev.sort_values(["participant_id", "order", "seq"], kind="stable")
+
+
+def _count(frame: pd.DataFrame) -> pd.Series:
+    return frame.groupby(KEYS).size()
+
+
 def attempt_features(
     tables: dict[str, pd.DataFrame],
     threshold_s: float,
@@ -141,93 +157,82 @@ def attempt_features(
     """
     if not threshold_s > 0:
         raise ValueError(f"pause threshold must be positive, got {threshold_s!r}")
-    events, attempts = tables["events"], tables["attempts"]
+    attempts = tables["attempts"]
     puzzles = tables["puzzles"].set_index("puzzle_hash")
     sols = {h: np.array(json.loads(s), dtype=np.int8) for h, s in puzzles["solution_json"].items()}
-    ev_all = events[(events["phase"] == "puzzle") & (events["role"] != "survey")]
-    ev_all = ev_all.sort_values(["participant_id", "order", "seq"], kind="stable")
-    groups_all = dict(tuple(ev_all.groupby(KEYS, sort=False)))
-    ev = attempt_events(events)
-    inter = ev[ev["role"].isin(INTERACTION_ROLES)]
-    groups = dict(tuple(inter.groupby(KEYS, sort=False)))
-    gaps = interaction_gaps(events)
-    pauses = gaps[gaps["gap_s"] >= threshold_s].groupby(KEYS).size()
-    rows = []
-    for a in attempts.itertuples(index=False):
-        key = (a.participant_id, a.order)
-        g = groups.get(key)
-        sol = sols[a.puzzle_hash]
-        h, w = sol.shape
-        row = {
-            "participant_id": a.participant_id,
-            "puzzle_id": a.puzzle_id,
-            "puzzle_hash": a.puzzle_hash,
-            "order": a.order,
-            "pause_count": int(pauses.get(key, 0)),
-            "solved": a.solved,
-        }
-        if g is None or g.empty:
-            row |= {
-                "time_to_solve_s": np.nan,
-                "total_time_s": np.nan,
-                "check_count": 0,
-                "error_count": 0,
-                "hint_count": 0,
-            }
-        else:
-            us = g["t"].astype("datetime64[us, UTC]").astype("int64").to_numpy()
-            first, last = us.min(), us.max()
-            chk = g[(g["type"] == "check_bank") & (g["solved"].fillna(False).astype(bool))]
-            if len(chk):
-                cu = chk["t"].astype("datetime64[us, UTC]").astype("int64").to_numpy()
-                tts = (cu.min() - first) / 1e6
-            elif len(us) >= 2:
-                tts = (last - first) / 1e6
-            else:
-                tts = np.nan
-            mv = g[(g["type"] == "move") & (g["value"] == 1)]
-            errs = int(
-                (sol[mv["r"].astype(int).to_numpy(), mv["c"].astype(int).to_numpy()] == 0).sum()
-            )
-            row |= {
-                "time_to_solve_s": tts,
-                "total_time_s": (last - first) / 1e6,
-                "check_count": int((g["type"] == "check_bank").sum()),
-                "error_count": errs,
-                "hint_count": int((g["type"] == "hint").sum()),
-            }
-        ga = groups_all.get(key)
-        board = (
-            _final_board(ga[ga["type"].isin(["move", "drag", "undo", "reset"])], h, w)
-            if ga is not None
-            else np.zeros((h, w), dtype=np.int8)
-        )
-        filled = board == 1
-        row["percent_error"] = float((filled != (sol == 1)).sum()) / (h * w)
-        n_sol = int((sol == 1).sum())
-        row["percent_incomplete"] = (
-            1.0 - float((filled & (sol == 1)).sum()) / n_sol if n_sol else 0.0
-        )
-        rows.append(row)
-    out = pd.DataFrame(rows)
+    ev = _narrow(tables["events"])
+    lines = ev.drop_duplicates(["participant_id", "line_no"])
+    inter = lines[lines["role"].isin(INTERACTION_ROLES)]
+    span = inter.groupby(KEYS)["us"].agg(["min", "max", "size"])
+    checks = lines[lines["type"] == "check_bank"]
+    first_solve = checks[checks["solved"].fillna(False).astype(bool)].groupby(KEYS)["us"].min()
+    n_checks = _count(checks)
+    n_hints = _count(lines[lines["type"] == "hint"])
+    fills = lines[(lines["type"] == "move") & (lines["value"] == 1)]
+    wrong = np.zeros(len(fills), dtype=bool)
+    for h, idx in fills.groupby("puzzle_hash").indices.items():
+        sub = fills.iloc[idx]
+        wrong[idx] = sols[h][sub["r"].to_numpy(int), sub["c"].to_numpy(int)] == 0
+    n_errors = _count(fills[wrong])
+    gaps = interaction_gaps(tables["events"])
+    n_pauses = _count(gaps[gaps["gap_s"] >= threshold_s])
+    boards = _final_boards(ev[ev["type"].isin(["move", "drag", "undo", "reset"])], attempts, sols)
+
+    out = attempts[["participant_id", "puzzle_id", "puzzle_hash", "order", "solved"]].copy()
+    idx = pd.MultiIndex.from_frame(out[KEYS])
+    first = span["min"].reindex(idx).to_numpy(dtype=float)
+    last = span["max"].reindex(idx).to_numpy(dtype=float)
+    n_inter = span["size"].reindex(idx).fillna(0).to_numpy()
+    solve = first_solve.reindex(idx).to_numpy(dtype=float)
+    out["pause_count"] = n_pauses.reindex(idx).fillna(0).astype("int64").to_numpy()
+    out["total_time_s"] = (last - first) / 1e6
+    out["time_to_solve_s"] = np.where(
+        ~np.isnan(solve),
+        (solve - first) / 1e6,
+        np.where(n_inter >= 2, (last - first) / 1e6, np.nan),
+    )
+    for col, ser in (("check_count", n_checks), ("error_count", n_errors), ("hint_count", n_hints)):
+        out[col] = ser.reindex(idx).fillna(0).astype("int64").to_numpy()
+    pe, pi = [], []
+    for key, h in zip(
+        zip(out["participant_id"], out["order"], strict=True), out["puzzle_hash"], strict=True
+    ):
+        sol = sols[h] == 1
+        filled = boards.get(key, np.zeros(sol.shape, dtype=np.int8)) == 1
+        pe.append(float((filled != sol).sum()) / sol.size)
+        n_sol = int(sol.sum())
+        pi.append(1.0 - float((filled & sol).sum()) / n_sol if n_sol else 0.0)
+    out["percent_error"] = pe
+    out["percent_incomplete"] = pi
     rat = tables["ratings"].set_index(KEYS)
     ini = "initial_difficulty_raw" if keep_initial_rating_sentinel else "initial_difficulty"
-    out["initial_difficulty"] = [
-        rat[ini].get(k) for k in zip(out.participant_id, out.order, strict=True)
-    ]
-    out["final_difficulty"] = [
-        rat["final_difficulty"].get(k) for k in zip(out.participant_id, out.order, strict=True)
-    ]
+    out["initial_difficulty"] = rat[ini].reindex(idx).to_numpy()
+    out["final_difficulty"] = rat["final_difficulty"].reindex(idx).to_numpy()
     parts = tables["participants"].set_index("participant_id")
     for item in EXPERTISE_ITEMS:
         out[item] = out["participant_id"].map(parts[item])
     out = out[FEATURE_COLUMNS]
-    for c in ("pause_count", "check_count", "error_count", "hint_count", "order"):
-        out[c] = out[c].astype("int64")
+    out["order"] = out["order"].astype("int64")
     for c in ("initial_difficulty", "final_difficulty", *EXPERTISE_ITEMS):
         out[c] = pd.array(out[c], dtype="Int64")
     out["solved"] = pd.array(out["solved"], dtype="boolean")
     return out.sort_values(["participant_id", "order"], kind="stable").reset_index(drop=True)
+
+
+def _final_boards(
+    ops: pd.DataFrame, attempts: pd.DataFrame, sols: dict[str, np.ndarray]
+) -> dict[tuple[str, int], np.ndarray]:
+    """Return {(participant_id, order): final board} replaying each attempt's board events."""
+    shapes = {
+        (p, o): sols[h].shape
+        for p, o, h in zip(
+            attempts["participant_id"], attempts["order"], attempts["puzzle_hash"], strict=True
+        )
+    }
+    out = {}
+    for key, rows in ops.groupby(KEYS, sort=False):
+        out[key] = _final_board(rows, *shapes[key])
+    return out
 
 
 PUBLISHED_COLUMNS = {
