@@ -837,6 +837,8 @@ def coerce_table(df: pd.DataFrame, name: str) -> pd.DataFrame:
                 [None if v is None or v is pd.NA or v != v else bool(v) for v in s],
                 dtype="boolean",
             )
+        elif pd.api.types.infer_dtype(s, skipna=True) in ("string", "empty"):
+            out[col] = s.astype(object).where(s.notna(), None)
         else:
             out[col] = pd.Series(
                 [
