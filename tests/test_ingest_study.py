@@ -44,6 +44,7 @@ def test_methods3_targets(res):
     assert s["identity_ok"]
     # every event type present is used or counted as ignored; none is unknown
     assert "(unknown)" not in s["events_by_type"]
+    assert s["ledger_by_level"] == {"file/excluded": 7, "attempt/kept": 10, "line/excluded": 6}
     assert sum(s["events_by_type"].values()) == s["events_read"]
 
 

@@ -337,6 +337,10 @@ def ingest_study(study_dir: str | Path, preset: Preset) -> IngestResult:
         "events_by_type": dict(sorted(by_type.items())),  # lines read, by type
         "event_rows": int(len(tables["events"])),
         "ledger_rows": int(len(tables["ledger"])),
+        "ledger_by_level": {
+            f"{lv}/{ac}": int(n)
+            for (lv, ac), n in tables["ledger"].groupby(["level", "action"]).size().items()
+        },
     }
     summary["identity_ok"] = summary["events_read"] == (
         summary["events_used"] + summary["events_excluded"] + summary["events_ignored"]
