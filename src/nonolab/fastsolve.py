@@ -43,6 +43,9 @@ from nonolab.puzzles import Grid, Puzzle, check_solution
 #: so a timeout is enforced between slices of this many conflicts)
 SLICE_CONFLICTS = 2000
 
+#: ``probing="auto"`` probes when at least this many cells are unknown after propagation
+AUTO_PROBE_MIN_UNKNOWN = 2500
+
 STATUSES = ("unique", "multiple", "unsat", "unknown")
 
 
@@ -170,7 +173,7 @@ def solve(
     *,
     encoding: str = "order",
     solver: str = "cadical195",
-    probing: bool = True,
+    probing: bool | str = "auto",
     timeout_s: float | None = None,
     conflict_budget: int | None = None,
     prove_unique: bool = True,
@@ -181,7 +184,10 @@ def solve(
 
     ``encoding``: CNF for the remaining problem; ``solver``: python-sat solver name;
     ``probing``: run single-cell probing after propagation (bounded by ``probe_limit_s`` seconds
-    when given, and by ``timeout_s``); ``timeout_s``: wall-clock limit for the whole call;
+    when given, and by ``timeout_s``); ``"auto"`` (default) probes only when at least
+    :data:`AUTO_PROBE_MIN_UNKNOWN` cells are still unknown after propagation (large puzzles,
+    where probing is cheaper than loading a big CNF; on 25x25 puzzles SAT is cheaper, see
+    docs/decisions.md); ``timeout_s``: wall-clock limit for the whole call;
     ``conflict_budget``: conflict limit per SAT call; ``prove_unique``: look for a second
     solution (else a found solution is reported as ``unique`` only when logic alone found it,
     ``multiple`` never, and ``unknown``-uniqueness is marked in ``counts['uniqueness_checked']``).
@@ -217,7 +223,7 @@ def _solve(
     puzzle: Puzzle,
     encoding: str,
     solver: str,
-    probing: bool,
+    probing: bool | str,
     clock: _Clock,
     conflict_budget: int | None,
     prove_unique: bool,
@@ -240,6 +246,9 @@ def _solve(
         times["time_to_first_s"] = time.perf_counter() - clock.t0
         counts["uniqueness_checked"] = 1
         return SolveResult("unique", grid=_verified(puzzle, state.to_grid()))
+    if probing == "auto":
+        probing = counts["n_cells"] - counts["cells_by_propagation"] >= AUTO_PROBE_MIN_UNKNOWN
+    counts["probed"] = int(bool(probing))
     if probing:
         t = time.perf_counter()
         deadline = clock.deadline

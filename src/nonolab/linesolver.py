@@ -153,14 +153,18 @@ def line_placements(clue: Clue, n: int, fill: int, empty: int) -> list[list[int]
         bwd[i] = b
     out: list[list[int]] = []
     q = 0  # state before block j's first cell
+    lo = 0  # earliest start (blocks before packed left)
+    tail = sum(clue) + len(clue) - 1  # cells from this block's start to the end, packed
     for blen in clue:
         starts = []
         span = (1 << blen) - 1
-        for p in range(0, n - blen + 1):
+        for p in range(lo, n - tail + 1):
             if (fwd[p] >> q) & 1 and not (empty >> p) & span and (bwd[p + blen] >> (q + blen)) & 1:
                 starts.append(p)
         out.append(starts)
         q += blen + 1
+        lo += blen + 1
+        tail -= blen + 1
     return out
 
 
