@@ -14,6 +14,7 @@ from nonolab.encodings import ENCODINGS, get_encoding
 from nonolab.puzzles import Puzzle, line_clue, satisfies
 from nonolab.solvers import (
     RECORD_COLUMNS,
+    SLICE_CONFLICTS,
     STATS_SOLVERS,
     canonical_solver,
     run_solver,
@@ -126,22 +127,29 @@ def test_conflict_budget_gives_unknown():
 
 
 def test_time_limit_gives_unknown():
-    # minisat22 needs ~2 s and ~39k conflicts on this 40x40 random grid
+    # minisat22 needs ~2 s and ~39k conflicts on this 40x40 random grid, cadical195 ~15k
     p = _random_puzzle(40, 2)
     enc = get_encoding("block_start")(p)
     res = run_solver(enc.clauses, "minisat22", time_limit_s=0.05)
     assert res.status == "unknown"
     assert res.time_s < 1.5
     assert uniqueness(p, solver="minisat22", time_limit_s=0.05).status == "unknown"
+    # CaDiCaL cannot be interrupted: the clock is checked between conflict slices
+    res = run_solver(enc.clauses, "cadical195", time_limit_s=0.01)
+    assert res.status == "unknown"
+    assert res.stats["conflicts"] <= SLICE_CONFLICTS + 5
 
 
 def test_budget_errors():
     clauses = [[1, 2]]
     with pytest.raises(ValueError, match="does not support budgets"):
         run_solver(clauses, "lingeling", conf_budget=10)
-    with pytest.raises(ValueError, match="cannot be interrupted"):
-        run_solver(clauses, "cadical195", time_limit_s=1.0)
+    with pytest.raises(ValueError, match="conf_budget must be"):
+        run_solver(clauses, "minisat22", conf_budget=-1)
+    with pytest.raises(ValueError, match="time_limit_s must be"):
+        run_solver(clauses, "minisat22", time_limit_s=0)
     assert run_solver(clauses, "lingeling").status == "sat"
+    assert run_solver(clauses, "cadical195", time_limit_s=5.0).status == "sat"
 
 
 def test_unsat_puzzle():
@@ -208,3 +216,40 @@ def test_every_encoding_decodes_to_same_clues(seed, h, w, density):
         assert satisfies(p, grid)
         answers.add(uniqueness(p, e, "cadical195").status)
     assert len(answers) == 1
+
+
+def test_metrics_and_uniqueness_tables():
+    from nonolab.solvers import metrics_and_timings, uniqueness_table
+
+    ps = [Puzzle.from_grid(((1, 0), (0, 1)), label="diag"), _random_puzzle(6, 5)]
+    ps[1] = Puzzle(ps[1].rows, ps[1].cols, solution=ps[1].solution, label="r")
+    m, t = metrics_and_timings(ps, ["block_start"], ["minisat22", "cadical195"])
+    assert "time_s" not in m.columns and list(t.columns)[-1] == "time_s"
+    assert len(m) == len(t) == 4
+    assert (m["puzzle_hash"] == t["puzzle_hash"]).all()
+    m2, _ = metrics_and_timings(ps, ["block_start"], ["minisat22", "cadical195"])
+    assert m.to_csv(index=False) == m2.to_csv(index=False)  # byte-deterministic
+    u = uniqueness_table(ps, ["block_start"])
+    assert u.loc[0, "status"] == "multiple" and u.loc[0, "second_grid"] in ("#./.#", ".#/#.")
+    expected = "unique" if len(brute_force_solutions(ps[1], limit=2)) == 1 else "multiple"
+    assert u.loc[1, "status"] == expected
+
+
+@pytest.mark.study
+def test_published_statistics_parser_and_check(study_dir):
+    from nonolab.puzzles import load_study_puzzles
+    from nonolab.solvers import compare_published, parse_solver_statistics
+
+    pub = parse_solver_statistics(study_dir / "solver_statistics.txt")
+    assert len(pub) == 18
+    row = pub[(pub.puzzle_id == "0") & (pub.solver == "cadical195")].iloc[0]
+    # METHODS 2: CaDiCaL195 on id 0: 0 decisions, 135 propagations, 0 conflicts
+    assert (row.decisions, row.propagations, row.conflicts) == (0, 135, 0)
+    puzzles = load_study_puzzles(study_dir / "nonograms_6.json")
+    m = stats_table(puzzles, ["block_start"], ["minisat22", "glucose42", "cadical195"])
+    check = compare_published(m, pub)
+    assert len(check) == 18 * 6 and check["equal"].all()
+    # a wrong computed value is reported, not hidden
+    bad = m.copy()
+    bad.loc[0, "conflicts"] += 1
+    assert (~compare_published(bad, pub)["equal"]).sum() == 1

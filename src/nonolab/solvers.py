@@ -54,7 +54,8 @@ STUDY_SOLVERS: tuple[str, ...] = ("minisat22", "glucose42", "cadical195")
 #: Solvers without ``solve_limited``: they can only run without budgets.
 NO_BUDGET_SOLVERS: frozenset[str] = frozenset({"lingeling"})
 
-#: Solvers with a conflict budget but no ``interrupt()`` in python-sat: no wall-time limit.
+#: Solvers with a conflict budget but no ``interrupt()`` in python-sat: a wall-time limit is
+#: applied between slices of :data:`SLICE_CONFLICTS` conflicts (see :func:`run_solver`).
 NO_INTERRUPT_SOLVERS: frozenset[str] = frozenset(
     {"cadical103", "cadical153", "cadical195", "cadical300", "lingeling"}
 )
@@ -121,28 +122,22 @@ def run_solver(
     """Return the result of one fresh ``solver`` built with ``clauses`` and solved once.
 
     With a budget the run uses ``solve_limited`` and returns status ``"unknown"`` when the
-    conflict budget is used up or ``time_limit_s`` wall seconds pass.
+    conflict budget is used up or ``time_limit_s`` wall seconds pass. Interruptible solvers are
+    stopped by a timer; CaDiCaL (no ``interrupt()`` in python-sat) runs in slices of
+    :data:`SLICE_CONFLICTS` conflicts with the clock checked between slices, so its statistics
+    under a time limit differ from an unlimited run's.
     """
     name = _check_budgets(solver, conf_budget, time_limit_s)
     with Solver(name=name, bootstrap_with=[list(c) for c in clauses]) as s:
         for cl in extra_clauses:
             s.add_clause(list(cl))
-        return _solve(s, conf_budget, time_limit_s)
-
-
-def supports_time_limit(solver: str) -> bool:
-    """Return True when python-sat can interrupt ``solver`` (so ``time_limit_s`` works)."""
-    return canonical_solver(solver) not in NO_INTERRUPT_SOLVERS
+        return _solve(s, conf_budget, time_limit_s, name)
 
 
 def _check_budgets(solver: str, conf_budget: int | None, time_limit_s: float | None) -> str:
     name = canonical_solver(solver)
     if (conf_budget is not None or time_limit_s is not None) and name in NO_BUDGET_SOLVERS:
         raise ValueError(f"solver {name} does not support budgets (no solve_limited in python-sat)")
-    if time_limit_s is not None and name in NO_INTERRUPT_SOLVERS:
-        raise ValueError(
-            f"solver {name} cannot be interrupted in python-sat: use conf_budget, not time_limit_s"
-        )
     if conf_budget is not None and conf_budget < 0:
         raise ValueError(f"conf_budget must be >= 0, got {conf_budget}")
     if time_limit_s is not None and time_limit_s <= 0:
@@ -150,11 +145,40 @@ def _check_budgets(solver: str, conf_budget: int | None, time_limit_s: float | N
     return name
 
 
-def _solve(s: Solver, conf_budget: int | None, time_limit_s: float | None) -> SolveResult:
+#: Conflicts per slice when a solver that cannot be interrupted runs under a time limit.
+SLICE_CONFLICTS = 2000
+
+
+def _sliced_solve(
+    s: Solver, conf_budget: int | None, time_limit_s: float, t0: float
+) -> bool | None:
+    """Time limit for solvers without ``interrupt()`` (CaDiCaL): repeated ``solve_limited``
+    calls of at most :data:`SLICE_CONFLICTS` conflicts each, checking the clock in between."""
+    start = (s.accum_stats() or {}).get("conflicts", 0)
+    while True:
+        step = SLICE_CONFLICTS
+        if conf_budget is not None:
+            left = conf_budget - ((s.accum_stats() or {}).get("conflicts", 0) - start)
+            if left <= 0:
+                return None
+            step = min(step, left)
+        s.conf_budget(int(step))
+        res = s.solve_limited()
+        if res is not None:
+            return res
+        if time.perf_counter() - t0 >= time_limit_s:
+            return None
+
+
+def _solve(
+    s: Solver, conf_budget: int | None, time_limit_s: float | None, name: str = ""
+) -> SolveResult:
     timer = None
     t0 = time.perf_counter()
     if conf_budget is None and time_limit_s is None:
         res = s.solve()
+    elif time_limit_s is not None and name in NO_INTERRUPT_SOLVERS:
+        res = _sliced_solve(s, conf_budget, time_limit_s, t0)
     else:
         if conf_budget is not None:
             s.conf_budget(int(conf_budget))
@@ -233,8 +257,7 @@ def stats_table(
     """Return one row per puzzle x encoding x solver (columns :data:`RECORD_COLUMNS`).
 
     Rows come in input order: puzzles, then encodings, then solvers. Each encoding is built
-    once per puzzle. ``time_limit_s`` applies to the solvers python-sat can interrupt
-    (:func:`supports_time_limit`); the others (CaDiCaL) are bounded by ``conf_budget`` only.
+    once per puzzle.
     """
     encodings = list(encodings)
     solvers = [canonical_solver(s) for s in solvers]
@@ -243,9 +266,10 @@ def stats_table(
         for e in encodings:
             enc = get_encoding(e)(p)
             for s in solvers:
-                tl = time_limit_s if supports_time_limit(s) else None
                 rows.append(
-                    solver_record(p, e, s, conf_budget=conf_budget, time_limit_s=tl, enc=enc)
+                    solver_record(
+                        p, e, s, conf_budget=conf_budget, time_limit_s=time_limit_s, enc=enc
+                    )
                 )
     return pd.DataFrame(rows, columns=list(RECORD_COLUMNS))
 
@@ -300,12 +324,12 @@ def uniqueness(
     name = _check_budgets(solver, conf_budget, time_limit_s)
     enc = get_encoding(encoding)(puzzle)
     with Solver(name=name, bootstrap_with=enc.clauses) as s:
-        first = _solve(s, conf_budget, time_limit_s)
+        first = _solve(s, conf_budget, time_limit_s, name)
         if first.status != "sat":
             return Uniqueness(first.status, None, None, first.stats, first.time_s)
         grid = _verified_grid(puzzle, enc, first.model or [])
         s.add_clause(enc.blocking_clause(first.model or []))
-        second = _solve(s, conf_budget, time_limit_s)
+        second = _solve(s, conf_budget, time_limit_s, name)
     total_time = first.time_s + second.time_s
     # accum_stats() is cumulative over the instance's lifetime: the second read is the total.
     stats = second.stats
