@@ -1,12 +1,15 @@
 # nonolab: reproduce the Nonogram difficulty study from raw logs to report.
 # Table of contents only: every stage lives in workflow/rules/<stage>.smk, every computation in
 # src/nonolab/.
+import os
+
 from snakemake.utils import min_version
 
 min_version("8.20")
 
 
-configfile: "config/config.yaml"
+# The config lives beside this Snakefile, whatever --directory says.
+configfile: os.path.join(workflow.basedir, "config", "config.yaml")
 
 
 include: "workflow/rules/common.smk"
