@@ -2,16 +2,15 @@
 # nothing is refitted here. Each figure: PNG (in the report) + PDF, under results/figures/.
 
 
-def fig_out(name, category):
-    """PNG (wrapped for the report, caption workflow/report/fig_<name>.rst) and PDF outputs."""
-    return {
-        "png": report(
-            f"results/figures/{name}.png",
-            caption=f"../report/fig_{name}.rst",
-            category=category,
-        ),
-        "pdf": f"results/figures/{name}.pdf",
-    }
+# PNG (wrapped for the report, caption workflow/report/fig_<name>.rst) and PDF outputs.
+fig_out = lambda name, category: {
+    "png": report(
+        f"results/figures/{name}.png",
+        caption=f"../report/fig_{name}.rst",
+        category=category,
+    ),
+    "pdf": f"results/figures/{name}.pdf",
+}
 
 
 rule fig_pauses:

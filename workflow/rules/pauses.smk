@@ -2,9 +2,8 @@
 # DAG: ingest -> pauses -> features (features counts pauses with `threshold_used_s`).
 
 
-def pauses_preset_threshold():
-    """The preset's published pause threshold (seconds), or None."""
-    return PRESET.get("published", {}).get("pause_threshold_s")
+# The preset's published pause threshold (seconds), or None.
+PAUSES_PRESET_THRESHOLD = PRESET.get("published", {}).get("pause_threshold_s")
 
 
 rule pauses:
@@ -27,7 +26,7 @@ rule pauses:
         runtime=20,
     params:
         threshold=config["pauses"]["threshold"],
-        preset_threshold=pauses_preset_threshold(),
+        preset_threshold=PAUSES_PRESET_THRESHOLD,
         components=config["pauses"]["components"],
         n_init=config["pauses"]["n_init"],
         random_state=config["pauses"]["random_state"],

@@ -2,23 +2,20 @@
 # (METHODS 8): Spearman of difficulty with SAT metrics under both alignments.
 
 
-def ranking_seed():
-    """Seed of the BT bootstrap and permutation draws: `ranking.seed`, else the master seed."""
-    seed = config["ranking"].get("seed")
-    return config["seed"] if seed is None else seed
-
-
-def table1_inputs(wildcards):
-    """Table 1 inputs; the published pool-ordered statistics table only when the preset has it."""
-    d = {
-        "strengths": "results/tables/bt_strengths.csv",
-        "attempts": "results/features/attempts.csv",
-        "metrics": "results/sat/metrics.csv",
-    }
-    pool = study_path("published.pool_statistics")
-    if pool:
-        d["pool_statistics"] = pool
-    return d
+# Seed of the BT bootstrap and permutation draws: `ranking.seed`, else the master seed.
+RANKING_SEED = (
+    config["seed"]
+    if config["ranking"].get("seed") is None
+    else config["ranking"]["seed"]
+)
+# Table 1 inputs; the published pool-ordered statistics table only when the preset names it.
+TABLE1_INPUTS = {
+    "strengths": "results/tables/bt_strengths.csv",
+    "attempts": "results/features/attempts.csv",
+    "metrics": "results/sat/metrics.csv",
+}
+if study_path("published.pool_statistics"):
+    TABLE1_INPUTS["pool_statistics"] = study_path("published.pool_statistics")
 
 
 rule expertise:
@@ -66,14 +63,14 @@ rule ranking:
         rating=config["ranking"]["rating"],
         n_boot=config["ranking"]["bootstrap"],
         ci_level=config["ranking"]["ci_level"],
-        seed=ranking_seed(),
+        seed=RANKING_SEED,
     script:
         "../../scripts/ranking.py"
 
 
 rule table1:
     input:
-        unpack(table1_inputs),
+        **TABLE1_INPUTS,
     output:
         table=report(
             "results/tables/table1_spearman.csv",
@@ -100,7 +97,7 @@ rule table1:
         main_encoding=config["ranking"]["main_encoding"],
         exact_max_n=config["ranking"].get("permutation_exact_max_n", 8),
         n_perm=config["ranking"].get("permutation_draws", 100000),
-        seed=ranking_seed(),
+        seed=RANKING_SEED,
     script:
         "../../scripts/table1.py"
 
