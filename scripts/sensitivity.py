@@ -6,12 +6,17 @@ import os
 for _v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_v, str(snakemake.threads))
 
+import json  # noqa: E402
 import logging  # noqa: E402
 
 import pandas as pd  # noqa: E402
 
 from nonolab.correlations import published_alignment  # noqa: E402
-from nonolab.mixed_models import covariates_by_alignment, threshold_sensitivity  # noqa: E402
+from nonolab.mixed_models import (  # noqa: E402
+    covariates_by_alignment,
+    pause_counts_at,
+    threshold_sensitivity,
+)
 from nonolab.provenance import write_table  # noqa: E402
 
 logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, format="%(message)s")
@@ -22,6 +27,17 @@ attempts = pd.read_csv(snakemake.input.attempts, dtype={"puzzle_id": str})
 gaps = pd.read_csv(snakemake.input.gaps, dtype={"puzzle_id": str})
 metrics = pd.read_csv(snakemake.input.metrics, dtype={"puzzle_id": str})
 served = attempts[["puzzle_id", "puzzle_hash"]].drop_duplicates().reset_index(drop=True)
+with open(snakemake.input.threshold, encoding="utf-8") as fh:
+    used = json.load(fh)["threshold_used_s"]
+# Consistency: the gaps at the threshold used by the features stage give its pause counts.
+recount = pause_counts_at(gaps, attempts, used)
+bad = attempts.loc[recount != attempts["pause_count"], ["participant_id", "order"]]
+if len(bad):
+    raise ValueError(
+        f"pause counts recomputed from {snakemake.input.gaps} at {used} s differ from "
+        f"{snakemake.input.attempts} for {len(bad)} attempts, e.g. {bad.head(3).to_dict('records')}"
+    )
+log.info("recomputed pause counts at the used threshold %g s match the attempts table", used)
 mapping = None
 pool = snakemake.input.get("pool_statistics")
 if pool:

@@ -85,6 +85,7 @@ rule threshold_sensitivity:
     input:
         **MODELS_INPUT,
         gaps="results/pauses/gaps.csv",
+        threshold="results/pauses/threshold.json",
     output:
         table=report(
             "results/tables/threshold_sensitivity.csv",

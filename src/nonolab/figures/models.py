@@ -8,7 +8,7 @@ from matplotlib.figure import Figure
 
 from nonolab.figures import DOUBLE_WIDTH_IN, GREY, PALETTE, new_figure, panel_label, style
 
-_LINESTYLE = {"corrected": "-", "published": "--"}
+_LINESTYLE = {"corrected": "-", "published": "--"}  # simple slopes: line style per alignment
 
 
 def plot_simple_slopes(slopes: pd.DataFrame) -> Figure:
@@ -51,47 +51,54 @@ def plot_simple_slopes(slopes: pd.DataFrame) -> Figure:
 
 
 def plot_threshold_sensitivity(table: pd.DataFrame, reference_s: float | None = None) -> Figure:
-    """Return two panels against the pause threshold (s): (a) mean pauses per attempt; (b) the
-    pauses ~ metric coefficient (pauses per metric SD) with 95% CI, per metric and alignment.
+    """Return panels against the pause threshold (s): (a) mean pauses per attempt; then one
+    panel per alignment with the pauses ~ metric coefficient (pauses per metric SD) and its 95%
+    CI, one series per metric.
 
     ``table``: ``results/tables/threshold_sensitivity.csv``. ``reference_s`` marks the
     threshold used by the main analysis.
     """
+    aligns = list(dict.fromkeys(table["alignment"]))
+    metrics = list(dict.fromkeys(table["metric"]))
+    ticks = sorted(table["threshold_s"].unique())
     with style():
-        fig, (a1, a2) = new_figure(1, 2, width_in=DOUBLE_WIDTH_IN, height_in=2.4)
+        fig, axes = new_figure(
+            1, 1 + len(aligns), width_in=DOUBLE_WIDTH_IN, height_in=2.4, squeeze=False
+        )
+        axes = list(axes[0])
         summ = table.drop_duplicates("threshold_s").sort_values("threshold_s")
-        a1.plot(summ["threshold_s"], summ["mean_pauses"], "o-", color=PALETTE[0])
-        a1.set_xlabel("pause threshold (s)")
-        a1.set_ylabel("mean pauses per attempt")
-        metrics = list(dict.fromkeys(table["metric"]))
-        aligns = list(dict.fromkeys(table["alignment"]))
-        for i, m in enumerate(metrics):
-            for k, a in enumerate(aligns):
+        axes[0].plot(summ["threshold_s"], summ["mean_pauses"], "o-", color=PALETTE[0])
+        axes[0].set_ylabel("mean pauses per attempt")
+        for ax, a in zip(axes[1:], aligns, strict=True):
+            for i, m in enumerate(metrics):
                 d = table[(table["metric"] == m) & (table["alignment"] == a)]
                 d = d.sort_values("threshold_s")
-                x = d["threshold_s"].to_numpy() * (1 + 0.015 * (i - 1))
+                x = d["threshold_s"].to_numpy() * (1 + 0.02 * (i - (len(metrics) - 1) / 2))
                 err = np.vstack([d["coef"] - d["ci_low"], d["ci_high"] - d["coef"]])
-                a2.errorbar(
+                ax.errorbar(
                     x,
                     d["coef"],
                     yerr=err,
-                    fmt="o",
-                    ls=_LINESTYLE.get(a, "-"),
+                    fmt="o-",
                     color=PALETTE[i % len(PALETTE)],
-                    alpha=1.0 if k == 0 else 0.5,
                     capsize=1.5,
-                    label=f"{m} ({a})",
+                    label=m,
                 )
-        a2.axhline(0.0, color=GREY, lw=0.6, ls=":")
-        a2.set_xlabel("pause threshold (s)")
-        a2.set_ylabel("pauses per metric SD")
-        a2.legend(loc="best", fontsize=6)
-        for ax, lab in ((a1, "a"), (a2, "b")):
+            ax.axhline(0.0, color=GREY, lw=0.6, ls=":")
+            ax.set_ylabel("pauses per metric SD")
+            ax.set_title(f"pauses ~ metric, {a} alignment", loc="left")
+        axes[1].legend(loc="lower left", fontsize=6)
+        if len(axes) > 2:
+            lo = min(ax.get_ylim()[0] for ax in axes[1:])
+            hi = max(ax.get_ylim()[1] for ax in axes[1:])
+            for ax in axes[1:]:
+                ax.set_ylim(lo, hi)
+        for k, ax in enumerate(axes):
             if reference_s is not None:
                 ax.axvline(reference_s, color=GREY, lw=0.6, ls="--")
             ax.set_xscale("log")
-            ticks = sorted(table["threshold_s"].unique())
             ax.set_xticks(ticks, [f"{t:g}" for t in ticks])
             ax.minorticks_off()
-            panel_label(ax, lab)
+            ax.set_xlabel("pause threshold (s)")
+            panel_label(ax, "abcdefgh"[k])
     return fig
