@@ -329,6 +329,8 @@ def rating_scale_slope(params: SimParams, final: bool = True) -> float:
     """
     s = params.metric_strength
     b = params.difficulty_sd * s
+    if b == 0:
+        return 0.0
     var = (
         (params.difficulty_sd**2) * (1 - s**2)
         + params.expertise_effect**2
