@@ -79,6 +79,12 @@ def test_pool_does_not_depend_on_shard_count():
         pd.testing.assert_frame_equal(_pool(9, shards), one)
 
 
+def test_smaller_pool_is_a_prefix_of_a_larger_one():
+    small = generate_shard(size=3, shards=1, shard=0, **SMALL)
+    large = generate_shard(size=5, shards=2, shard=0, **SMALL)  # indices 0..2
+    pd.testing.assert_frame_equal(small, large)
+
+
 def test_pool_depends_on_seed():
     a = generate_shard(size=4, shards=1, shard=0, **SMALL)
     b = generate_shard(size=4, shards=1, shard=0, **(SMALL | {"seed": 8}))
