@@ -6,15 +6,7 @@
 # `snakemake recovery` (not part of `all`) runs the parameter-recovery benchmark.
 
 
-def simulate_settings(part):
-    """Return config simulate.<part> with the seed resolved (null = the master seed)."""
-    cfg = dict(config.get("simulate", {}).get(part, {}))
-    if cfg.get("seed") is None:
-        cfg["seed"] = int(config["seed"])
-    return cfg
-
-
-POWER = simulate_settings("power")
+include: "simulate_common.smk"
 
 
 rule power_cell:
