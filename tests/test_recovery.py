@@ -96,12 +96,20 @@ def test_pause_threshold_recovered_by_pipeline_fit(study60):
     assert thr == pytest.approx(study.truth["pause_threshold_s"], rel=0.10)
 
 
-def test_bt_ranking_recovered_with_200_participants(tmp_path):
+@pytest.fixture(scope="module")
+def study200(tmp_path_factory):
+    """200 participants, 6 puzzles: written and ingested, with its truth."""
+    out = tmp_path_factory.mktemp("rec") / "s200"
+    study = simulate_study(SimParams(n_participants=200, n_puzzles=6), 5)
+    write_study(study, out)
+    return study, out, _ingest(out)
+
+
+def test_bt_ranking_recovered_with_200_participants(study200):
     from nonolab.ranking import fit_log_strengths, pairwise_comparisons
 
-    study = simulate_study(SimParams(n_participants=200, n_puzzles=6), 5)
-    write_study(study, tmp_path / "s")
-    ratings = _ingest(tmp_path / "s")["ratings"].dropna(subset=["final_difficulty"])
+    study, _, tables = study200
+    ratings = tables["ratings"].dropna(subset=["final_difficulty"])
     truth = pd.DataFrame(study.truth["puzzles"]).set_index("puzzle_hash")
     items = sorted(truth.index)
     theta = fit_log_strengths(
@@ -109,6 +117,31 @@ def test_bt_ranking_recovered_with_200_participants(tmp_path):
     )
     rho = stats.spearmanr(theta, truth.loc[items, "difficulty"]).statistic
     assert rho >= 0.9
+
+
+def test_theme_effects_recovered_by_theme_tests(study200):
+    from nonolab.simulate import CODED_FILE
+    from nonolab.themes import code_tests, load_coded_responses, theme_codes, theme_test_responses
+
+    study, out, _ = study200
+    coded = load_coded_responses(out / CODED_FILE)
+    res = code_tests(theme_test_responses(coded), theme_codes(coded)).set_index("code")
+    effects = study.truth["theme_effects"]
+    # positive effect = mentioned with harder ratings = negative rank-biserial (and vice versa)
+    for code in ("FOOT", "AMBIG", "GUESS"):
+        assert effects[code] != 0
+        assert np.sign(res.loc[code, "rank_biserial"]) == -np.sign(effects[code])
+        assert res.loc[code, "p_fdr"] < 0.05
+
+
+def test_expertise_composite_tracks_latent_expertise(study200):
+    from nonolab.expertise import EXPERTISE_ITEMS, expertise_composite
+
+    study, _, tables = study200
+    part = tables["participants"].set_index("participant_id")
+    comp = expertise_composite(part[list(EXPERTISE_ITEMS)].astype(float))
+    latent = pd.Series({p["participant_id"]: p["expertise"] for p in study.truth["participants"]})
+    assert stats.spearmanr(comp, latent.loc[comp.index]).statistic > 0.8
 
 
 def test_slope_fit_equals_pipeline_mixed_model(study60):
