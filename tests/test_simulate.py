@@ -442,3 +442,24 @@ def test_cli_writes_study_and_refuses_foreign_folder(tmp_path, capsys):
     (foreign / "notes.txt").write_text("x")
     assert main([*argv, str(foreign)]) == 2
     assert "refusing" in capsys.readouterr().err
+
+
+def test_every_fault_is_ledgered_by_ingest_at_its_line(tmp_path):
+    ingest = pytest.importorskip("nonolab.ingest")
+    from nonolab.study import resolve_preset
+
+    out = tmp_path / "faulty"
+    assert main(["simulate", "--participants", "8", "--puzzles", "3", "--size", "6x6",
+                 "--seed", "2", "--faults", "all", str(out)]) == 0  # fmt: skip
+    faults = json.loads((out / GROUND_TRUTH).read_text())["faults"]
+    assert sorted(f["fault"] for f in faults) == sorted(FAULTS)
+    ledger = ingest.ingest_study(out, resolve_preset(out, "default")).tables["ledger"]
+    excluded = set(ledger.loc[ledger["action"] == "excluded", "source"])
+    for f in faults:
+        assert f"{LOG_DIR}/{f['participant_id']}.ndjson:{f['line']}" in excluded, f
+
+
+def test_cli_rejects_unknown_fault(capsys):
+    with pytest.raises(SystemExit):
+        main(["simulate", "--faults", "gremlins", "x"])
+    assert "unknown fault classes" in capsys.readouterr().err

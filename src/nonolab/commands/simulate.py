@@ -24,6 +24,16 @@ def _size(text: str) -> tuple[int, int]:
     return h, w
 
 
+def _faults(text: str) -> tuple[str, ...]:
+    names = (
+        FAULTS if text.strip() == "all" else tuple(x.strip() for x in text.split(",") if x.strip())
+    )
+    bad = [x for x in names if x not in FAULTS]
+    if bad:
+        raise argparse.ArgumentTypeError(f"unknown fault classes {bad}; known: {', '.join(FAULTS)}")
+    return names
+
+
 def _run(args: argparse.Namespace) -> int:
     overrides: dict = {}
     if args.params:
@@ -72,10 +82,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--strength", type=float, default=None, help="puzzle-level correlation")
     p.add_argument(
         "--faults",
-        nargs="*",
-        default=[],
-        choices=FAULTS,
-        help="bad-input classes to inject, one instance each (listed in ground_truth.json)",
+        type=_faults,
+        default=(),
+        help="comma-separated bad-input classes to inject, one instance each, or 'all' "
+        f"({', '.join(FAULTS)}); listed in ground_truth.json",
     )
     p.add_argument("--params", help="JSON file of further SimParams overrides")
     p.set_defaults(func=_run)
