@@ -175,3 +175,21 @@ def test_misspelt_pool_key_is_a_config_error(tmp_path):
     )
     assert res.returncode != 0
     assert "sizes" in res.stdout + res.stderr
+
+
+def test_more_shards_than_puzzles_is_refused_at_planning(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("pool:\n  size: 3\n  shards: 5\n")
+    res = _snakemake(
+        "-n",
+        "--directory",
+        str(tmp_path),
+        "--configfile",
+        str(CONFIG),
+        str(bad),
+        "--",
+        "pool",
+        cwd=REPO,
+    )
+    assert res.returncode != 0
+    assert "shards=5 must be between 1 and size=3" in res.stdout + res.stderr

@@ -14,6 +14,15 @@ def pool_settings(pool):
     cfg.pop("paper", None)
     if cfg.get("seed") is None:
         cfg["seed"] = config["seed"]
+    if not 1 <= int(cfg["shards"]) <= int(cfg["size"]):
+        raise ValueError(
+            f"config pool ({pool}): shards={cfg['shards']} must be between 1 and size={cfg['size']}"
+        )
+    if int(cfg["filled"]) > int(cfg["height"]) * int(cfg["width"]):
+        raise ValueError(
+            f"config pool ({pool}): filled={cfg['filled']} cells do not fit a "
+            f"{cfg['height']}x{cfg['width']} grid"
+        )
     return cfg
 
 
