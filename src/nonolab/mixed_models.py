@@ -154,9 +154,10 @@ def fit_crossed(
     d["_p"] = d[participant].astype(str)
     d["_q"] = d[puzzle].astype(str)
     vc = {"participant": "0 + C(_p)", "puzzle": "0 + C(_q)"}
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
+    with warnings.catch_warnings(record=True) as built:
+        warnings.simplefilter("always")
         model = MixedLM.from_formula(formula, data=d, groups=_ONE, re_formula="0", vc_formula=vc)
+    build_msgs = tuple(f"{w.category.__name__}: {w.message}" for w in built)
     from statsmodels.regression.mixed_linear_model import MixedLMParams
 
     X = np.asarray(model.exog, dtype=float)
@@ -193,6 +194,7 @@ def fit_crossed(
     if best is None:
         raise RuntimeError(f"fit_crossed: every optimiser failed for {formula!r}")
     res, opt, msgs = best
+    msgs = tuple(dict.fromkeys(build_msgs + msgs))
     fe = list(model.exog_names)
     vcomp = dict(zip(vc_names, np.asarray(res.vcomp, dtype=float), strict=True))
     cov = pd.DataFrame(np.asarray(res.cov_params())[: len(fe), : len(fe)], index=fe, columns=fe)
