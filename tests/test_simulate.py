@@ -215,12 +215,15 @@ def test_layout_and_puzzles(small_study):
     assert (small_study / "assignment_schedule_3puzzles_3perms.json").exists()
 
 
-def _replay(events: list[dict], shape: tuple[int, int]) -> tuple[np.ndarray, int]:
-    """Replay one attempt: return the final board and the number of fill moves."""
+def _replay(events: list[dict], shape: tuple[int, int]) -> tuple[np.ndarray, list]:
+    """Replay one attempt: return the final board and ``(check event, board then)`` pairs."""
     board = np.zeros(shape, dtype=int)
     history: list[list[tuple[int, int, int]]] = []
+    at_checks = []
     for e in events:
-        if e["type"] == "move":
+        if e["type"] == "check_bank":
+            at_checks.append((e, board.copy()))
+        elif e["type"] == "move":
             history.append([(e["r"], e["c"], int(board[e["r"], e["c"]]))])
             board[e["r"], e["c"]] = e["value"]
         elif e["type"] == "drag":
@@ -238,10 +241,34 @@ def _replay(events: list[dict], shape: tuple[int, int]) -> tuple[np.ndarray, int
         elif e["type"] == "reset":
             board[:] = 0
             history.clear()
-    return board, 0
+    return board, at_checks
 
 
 def test_logs_replay_to_the_truth(small_study):
+    _check_replay(small_study)
+
+
+@settings(max_examples=12, deadline=None)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    size=st.integers(4, 8),
+    density=st.floats(0.3, 0.7),
+    n=st.integers(1, 3),
+)
+def test_any_simulated_study_replays_to_its_truth(tmp_path_factory, seed, size, density, n):
+    filled = max(1, min(size * size - 1, round(density * size * size)))
+    p = SimParams(n_participants=n, n_puzzles=3, height=size, width=size, filled=filled)
+    out = tmp_path_factory.mktemp("hyp") / "s"
+    try:
+        study = simulate_study(p, seed)
+    except ValueError as exc:  # too few unique puzzles of this size/density
+        assert "unique" in str(exc)
+        return
+    write_study(study, out)
+    _check_replay(out)
+
+
+def _check_replay(small_study: Path) -> None:
     truth = json.loads((small_study / GROUND_TRUTH).read_text())
     puzzles = json.loads((small_study / PUZZLE_FILE).read_text())
     sol = {p["id"]: np.array(p["solution"]) for p in puzzles}
@@ -262,7 +289,7 @@ def test_logs_replay_to_the_truth(small_study):
         assert len(windows) == 3
         post = next(e for e in events if e.get("survey_type") == "post")["answers"]
         for k, ((evs, survey), att) in enumerate(zip(windows, part["attempts"], strict=True)):
-            board, _ = _replay(evs, sol[att["puzzle_id"]].shape)
+            board, at_checks = _replay(evs, sol[att["puzzle_id"]].shape)
             checks = [e for e in evs if e["type"] == "check_bank"]
             if att["solved"]:
                 assert checks and checks[-1]["solved"] is True
@@ -272,14 +299,9 @@ def test_logs_replay_to_the_truth(small_study):
                 assert not any(c["solved"] for c in checks)
                 assert f"puzzle_{k + 1}_rate_again" not in post
             assert survey["answers"]["difficulty"] == att["initial_rating"]
-            for c in checks:
-                bad = (
-                    np.argwhere((board == 1) != (sol[att["puzzle_id"]] == 1))
-                    if c is checks[-1]
-                    else None
-                )
-                if bad is not None:
-                    assert c["mismatches"] == bad.tolist()
+            for c, then in at_checks:  # mismatches = cells whose filled state is wrong
+                bad = np.argwhere((then == 1) != (sol[att["puzzle_id"]] == 1)).tolist()
+                assert c["mismatches"] == bad and c["solved"] == (not bad)
             fills_on_empty = sum(
                 1
                 for e in evs

@@ -468,9 +468,14 @@ def simulate_attempt(
         while check_at and check_at[0] <= step:
             check_at.pop(0)
             mm = _mismatches(board, sol)
+            if not mm:  # every filled cell already right: this check solves the puzzle
+                plan.clear()
+                break
             events.append(
                 {"type": "check_bank", "puzzle_id": puzzle_id, "solved": False, "mismatches": mm}
             )
+        if not plan:
+            break
         if rng.random() < p_err:
             empties = np.argwhere((sol == 0) & (board == 0))
             if len(empties):
