@@ -253,3 +253,37 @@ def test_published_statistics_parser_and_check(study_dir):
     bad = m.copy()
     bad.loc[0, "conflicts"] += 1
     assert (~compare_published(bad, pub)["equal"]).sum() == 1
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), density=st.floats(0.2, 0.8))
+def test_uniqueness_random_5x5_brute_force(seed, density):
+    rng = np.random.default_rng(seed)
+    p = Puzzle.from_grid((rng.random((5, 5)) < density).astype(int))
+    n = len(brute_force_solutions(p, limit=2))
+    assert uniqueness(p, "block_start", "glucose42").status == ("unique" if n == 1 else "multiple")
+
+
+@pytest.mark.study
+def test_study_history_non_unique_and_refused(study_dir):
+    from nonolab.formats import read_puzzles
+    from nonolab.puzzles import PuzzleError
+    from nonolab.solvers import uniqueness_table
+
+    # the earlier, unserved puzzle file: some puzzles are not unique (METHODS 1) -> reported;
+    # every encoding x a second solver agrees, and both grids of "multiple" satisfy the clues
+    old = read_puzzles(study_dir / "versions/nonograms_6.d450e63.json")
+    u = uniqueness_table(old, _all_encodings())
+    u2 = uniqueness_table(old, _all_encodings(), "cadical195")
+    assert u["status"].tolist() == u2["status"].tolist()
+    assert sorted(u[u.encoding == "block_start"]["status"]) == ["multiple"] * 3 + ["unique"] * 3
+    for p, r in zip(old, u[u.encoding == "block_start"].itertuples(), strict=True):
+        if r.status == "multiple":
+            grids = [
+                tuple(tuple(int(ch == "#") for ch in row) for row in g.split("/"))
+                for g in (r.grid, r.second_grid)
+            ]
+            assert grids[0] != grids[1] and all(satisfies(p, g) for g in grids)
+    # a file whose clues contradict its solutions is refused, naming the file and puzzle
+    with pytest.raises(PuzzleError, match=r"nonograms_sample\.json: puzzle id 468"):
+        read_puzzles(study_dir / "nonograms_sample.json")
