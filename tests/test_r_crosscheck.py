@@ -13,6 +13,8 @@ central differences of the deviance, lmerTest numDeriv); 1e-5 absolute for BT lo
 from __future__ import annotations
 
 import os
+import sys
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -22,6 +24,8 @@ from nonolab import mixed_models as mm
 from nonolab import ranking, rcheck
 
 pytestmark = pytest.mark.r
+# The study-table helpers live in test_mixed_models_study.py (importable in any import mode).
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 
 @pytest.fixture(scope="module")
