@@ -251,7 +251,8 @@ def test_behaviour_models_table_is_deterministic():
     t2 = mm.behaviour_models(att, cov, **kw)
     pd.testing.assert_frame_equal(t1, t2)
     assert list(t1["behaviour"]) == ["pauses", "errors"]
-    np.testing.assert_allclose(t1["p_fdr"], mm.bh_fdr(t1["p"]))
+    for raw, adj in (("p", "p_fdr"), ("p_satt", "p_satt_fdr"), ("p_boot", "p_boot_fdr")):
+        np.testing.assert_allclose(t1[adj], mm.bh_fdr(t1[raw]))
     for c in ("coef", "se", "p", "p_fdr", "p_boot", "df_satt", "ci_low", "ci_high"):
         assert t1[c].notna().all(), c
 

@@ -676,7 +676,8 @@ def behaviour_models(
     columns; ``covariates``: :func:`metric_covariates` output. Each model is
     ``behaviour ~ metric + (1|participant) + (1|puzzle)``, REML. Columns: ``coef``/``se``/
     ``ci_low``/``ci_high`` in behaviour units per covariate unit, Wald ``p``, BH ``p_fdr`` over
-    all rows, ``df_satt``/``p_satt`` (Satterthwaite t test), ``p_boot`` (parametric bootstrap
+    all rows, ``df_satt``/``p_satt`` (Satterthwaite t test; ``p_satt_fdr``), ``p_boot``
+    (``p_boot_fdr``; parametric bootstrap
     with ``n_boot`` draws, seed ``seed + row index``; NaN when ``n_boot`` is 0), ``n``, variance
     components, REML ``llf``, ``converged``, ``warnings``.
     """
@@ -715,6 +716,8 @@ def behaviour_models(
             k += 1
     out = pd.DataFrame(rows)
     out.insert(out.columns.get_loc("p") + 1, "p_fdr", bh_fdr(out["p"]))
+    out.insert(out.columns.get_loc("p_satt") + 1, "p_satt_fdr", bh_fdr(out["p_satt"]))
+    out.insert(out.columns.get_loc("p_boot") + 1, "p_boot_fdr", bh_fdr(out["p_boot"]))
     return out
 
 
@@ -786,7 +789,7 @@ def moderation_models(
 
     One model per metric with crossed random intercepts, REML. The moderation table has one row
     per fixed-effect term (``coef``, ``se``, ``p``, ``ci_low``, ``ci_high``; outcome units per
-    covariate unit) plus rows ``var_participant``, ``var_puzzle``, ``var_residual`` (coef = the
+    covariate unit; Satterthwaite ``df_satt``/``p_satt``) plus rows ``var_participant``, ``var_puzzle``, ``var_residual`` (coef = the
     variance, squared outcome units). Simple slopes: :func:`simple_slopes` per metric.
     """
     d = attempts.merge(covariates, on=PUZZLE, how="left", validate="many_to_one")
@@ -803,7 +806,10 @@ def moderation_models(
         for term in fit.params.index:
             r = {"metric": m, "term": term}
             r.update(_fixed_row(fit, term))
-            r["df_satt"] = satterthwaite_df(fit, term)
+            r["df_satt"] = df_s = satterthwaite_df(fit, term)
+            r["p_satt"] = (
+                float(2 * stats.t.sf(abs(r["z"]), df_s)) if np.isfinite(df_s) else float("nan")
+            )
             r.update(common)
             rows.append(r)
         for vname in ("var_participant", "var_puzzle", "var_residual"):
