@@ -88,7 +88,7 @@ d$participant <- factor(d$participant)
 d$puzzle <- factor(d$puzzle)
 models <- read.csv("models.csv", stringsAsFactors = FALSE)
 fixed <- list(); vc <- list()
-ctrl <- lmerControl(optimizer = "bobyqa", optCtrl = list(rhobeg = 2e-4, rhoend = 2e-10, maxfun = 1e5))
+ctrl <- lmerControl(optimizer = "bobyqa", optCtrl = list(rhobeg = 0.2, rhoend = 2e-10, maxfun = 1e5))
 for (i in seq_len(nrow(models))) {
   f <- as.formula(paste(models$y[i], "~", models$rhs[i], "+ (1|participant) + (1|puzzle)"))
   dd <- d[complete.cases(d[, all.vars(f)]), ]
