@@ -49,6 +49,16 @@ def _run(workdir: Path, *extra: str) -> subprocess.CompletedProcess:
     )
 
 
+def _job_outputs(workdir: Path) -> str:
+    """The exit codes and output tails of the submitted jobs (for failure messages)."""
+    out = []
+    for rc in sorted((workdir / ".snakemake" / "local-cluster").glob("*.rc")):
+        log = rc.with_suffix(".out")
+        tail = log.read_text(errors="replace")[-1500:] if log.exists() else "(no output)"
+        out.append(f"\n--- job {rc.stem}: exit {rc.read_text().strip()}\n{tail}")
+    return "".join(out)
+
+
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
     pytest.importorskip("snakemake_executor_plugin_cluster_generic")
@@ -56,7 +66,9 @@ def runs(tmp_path_factory):
     local = _run(base / "local", "--cores", "2")
     assert local.returncode == 0, (local.stdout + local.stderr)[-4000:]
     cluster = _run(base / "cluster", "--profile", str(PROFILE))
-    assert cluster.returncode == 0, (cluster.stdout + cluster.stderr)[-4000:]
+    assert cluster.returncode == 0, (cluster.stdout + cluster.stderr)[-4000:] + _job_outputs(
+        base / "cluster"
+    )
     return base / "local", base / "cluster", cluster.stdout + cluster.stderr
 
 
