@@ -78,7 +78,7 @@ def test_pause_threshold_recovered_by_converged_fit(study60):
     study, _, tables = study60
     g = _gaps(tables)
     assert len(g) > 10_000
-    thr = converged_pause_threshold(g)
+    thr = converged_pause_threshold(g, n_init=2)
     assert thr == pytest.approx(study.truth["pause_threshold_s"], rel=0.10)
 
 

@@ -1077,12 +1077,12 @@ def _t_interval(est: float, se: float, df: float, truth: float) -> dict[str, Any
     }
 
 
-def converged_pause_threshold(gaps_s: np.ndarray, seed: int = 42) -> float:
+def converged_pause_threshold(gaps_s: np.ndarray, seed: int = 42, n_init: int = 10) -> float:
     """Return the pause threshold (seconds) of a 3-component fit run to convergence.
 
     Same model as :func:`nonolab.pauses.fit_pause_model` (scikit-learn, full covariance,
-    10 starts, ``random_state`` 42, crossing by :func:`nonolab.pauses.equal_posterior_crossing`)
-    but with EM tolerance 1e-8 and up to 100,000 iterations instead of scikit-learn's defaults
+    ``n_init`` (10) starts, ``random_state`` 42, crossing by
+    :func:`nonolab.pauses.equal_posterior_crossing`) but with EM tolerance 1e-8 and up to 100,000 iterations instead of scikit-learn's defaults
     (1e-3, 100), which stop EM after a few iterations on these data (decisions.md, "Simulation").
     """
     from sklearn.mixture import GaussianMixture
@@ -1092,7 +1092,7 @@ def converged_pause_threshold(gaps_s: np.ndarray, seed: int = 42) -> float:
     g = np.asarray(gaps_s, dtype=float)
     x = np.log(g[g > 0]).reshape(-1, 1)
     gm = GaussianMixture(
-        3, covariance_type="full", n_init=10, random_state=seed, tol=1e-8, max_iter=100_000
+        3, covariance_type="full", n_init=n_init, random_state=seed, tol=1e-8, max_iter=100_000
     ).fit(x)
     order = np.argsort(gm.means_.ravel())
     mu = gm.means_.ravel()[order]
