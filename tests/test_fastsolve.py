@@ -141,3 +141,15 @@ def test_webpbn_1(bench_dir, probing):
     r = solve(p, probing=probing)
     assert r.status == "unique"
     assert r.grid == p.solution
+
+
+def test_solver_options_do_not_change_answers():
+    rng = random.Random(9)
+    for _ in range(5):
+        g = [[int(rng.random() < 0.5) for _ in range(12)] for _ in range(12)]
+        p = Puzzle.from_grid(g)
+        a = solve(p, probing=False)
+        b = solve(p, probing=False, solver_options={})
+        c = solve(p, probing=False, solver="glucose4")
+        assert a.status == b.status == c.status
+        assert satisfies(p, a.grid) and satisfies(p, b.grid) and satisfies(p, c.grid)
