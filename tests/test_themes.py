@@ -5,6 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from statsmodels.stats.multitest import multipletests
 
 from nonolab.themes import (
@@ -108,3 +110,19 @@ def test_loader_names_file_and_line(tmp_path):
     _coded().drop(columns=["source_file"]).to_csv(path2, index=False)
     with pytest.raises(ValueError, match="missing column"):
         load_coded_responses(path2)
+
+
+@given(
+    st.lists(st.integers(1, 5), min_size=1, max_size=12),
+    st.lists(st.integers(1, 5), min_size=1, max_size=12),
+)
+@settings(max_examples=60, deadline=None)
+def test_rank_biserial_properties(x, y):
+    if len(set(x + y)) < 2:
+        return  # all ratings equal: Mann-Whitney is undefined
+    a, b = mann_whitney(x, y), mann_whitney(y, x)
+    u = sum((xi > yi) + 0.5 * (xi == yi) for xi in x for yi in y)  # U by counting pairs
+    assert a["u"] == pytest.approx(u)
+    assert a["u"] + b["u"] == pytest.approx(len(x) * len(y))
+    assert a["rank_biserial"] == pytest.approx(-b["rank_biserial"])
+    assert -1 <= a["rank_biserial"] <= 1
