@@ -485,3 +485,16 @@ def test_cli_rejects_unknown_fault(capsys):
     with pytest.raises(SystemExit):
         main(["simulate", "--faults", "gremlins", "x"])
     assert "unknown fault classes" in capsys.readouterr().err
+
+
+def test_line_solver_metric_drives_difficulty():
+    p = SimParams(
+        n_participants=2, n_puzzles=6, metric="propagation_line_solves", metric_strength=1.0
+    )
+    truth = simulate_study(p, 4).truth
+    x = [t["propagation_line_solves"] for t in truth["puzzles"]]
+    z = [t["metric_z"] for t in truth["puzzles"]]
+    d = [t["difficulty"] for t in truth["puzzles"]]
+    lz = np.log1p(x)
+    assert np.allclose(z, (lz - lz.mean()) / lz.std())
+    assert np.allclose(d, np.array(z) * p.difficulty_sd)  # strength 1: difficulty = scale * z

@@ -75,7 +75,10 @@ CODED_COLUMNS = (
     + [f"code_{c}" for c in THEMES + STRATEGIES]
     + ["codes_str"]
 )
-METRICS = ("conflicts", "decisions", "propagations", "none")
+SOLVER_METRICS = ("conflicts", "decisions", "propagations")
+#: line-solver metrics (:func:`nonolab.linesolver.line_metrics`, depth-1 probing, no time limit)
+LINE_METRICS = ("propagation_line_solves", "probes")
+METRICS = SOLVER_METRICS + LINE_METRICS + ("none",)
 FAULTS = (
     "non_json",
     "truncated_last_line",
@@ -158,7 +161,8 @@ def _default_strategy_prevalence() -> dict[str, float]:
 class SimParams:
     """Parameters of a simulated study (all rating-scale quantities in rating points).
 
-    ``metric``: solver metric (MiniSat22, block-start) driving latent difficulty, or ``none``;
+    ``metric``: solver metric (MiniSat22, block-start) or line-solver metric
+    (:data:`LINE_METRICS`) driving latent difficulty, or ``none``;
     ``metric_strength``: puzzle-level correlation of latent difficulty with ``z(log1p(metric))``
     (0 = the metric has no effect); ``difficulty_sd``: SD of latent puzzle difficulty;
     ``expertise_effect``: rating change per SD of expertise; ``participant_sd``: SD of a
@@ -659,6 +663,12 @@ def simulate_study(params: SimParams, seed: int) -> SimStudy:
         params.n_puzzles, params.height, params.width, params.filled, rng_p
     )
     metrics = [solver_metrics(p) for p in puzzles]
+    if params.metric in LINE_METRICS:
+        from nonolab.linesolver import line_metrics
+
+        for m, p in zip(metrics, puzzles, strict=True):
+            lm = line_metrics(p, max_depth=1, time_limit_s=None)
+            m.update({k: int(lm[k]) for k in LINE_METRICS})
     if params.metric == "none":
         z = np.zeros(len(puzzles))
     else:
