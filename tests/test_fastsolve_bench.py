@@ -1,0 +1,72 @@
+"""The solve benchmark script runs end to end on a tiny random suite and writes JSON + Markdown."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _load():
+    spec = importlib.util.spec_from_file_location("solve_bench", REPO / "benchmarks/solve_bench.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_bench_random_suite(tmp_path):
+    bench = _load()
+    out = tmp_path / "solve.json"
+    code = bench.main(
+        [
+            "--suites",
+            "random",
+            "--random-size",
+            "12",
+            "--densities",
+            "0.5,0.7",
+            "--random-count",
+            "2",
+            "--random-timeouts",
+            "0.5:30,0.7:30",
+            "--no-baselines",
+            "--out",
+            str(out),
+        ]
+    )
+    assert code == 0
+    data = json.loads(out.read_text())
+    s = data["suites"]["random"]["summary"]
+    assert s["n"] == 4 and s["wrong_answers"] == 0
+    assert s["unique"] + s["multiple"] == 4
+    for inst in data["suites"]["random"]["instances"]:
+        h = inst["hybrid"]
+        assert h["time_to_first_s"] <= h["time_s"]
+        if h["status"] == "unique":
+            assert inst["answer_check"] == "equals generating grid"
+    md = out.with_suffix(".md").read_text()
+    assert "| random | 4 |" in md
+
+
+def test_ratio_summary_hand_case():
+    bench = _load()
+    inst = [
+        {
+            "hybrid": {"status": "unique", "time_s": 1.0},
+            "plain": {"status": "unique", "time_s": 4.0},
+        },
+        {
+            "hybrid": {"status": "multiple", "time_s": 1.0},
+            "plain": {"status": "unknown", "time_s": 9},
+        },
+        {
+            "hybrid": {"status": "unique", "time_s": 2.0},
+            "plain": {"status": "unique", "time_s": 2.0},
+        },
+    ]
+    r = bench.ratio_summary(inst, "plain")
+    assert r["instances_run"] == 3 and r["baseline_decided"] == 2 and r["baseline_undecided"] == 1
+    assert r["ratio_total"] == 6.0 / 3.0
+    assert r["ratio_median"] == 2.5
