@@ -13,6 +13,5 @@ log = logging.getLogger("power_figure")
 table = pd.read_csv(snakemake.input[0])
 alpha = float(table["alpha"].iloc[0]) if len(table) else None
 fig = power_figure(table, alpha=alpha)
-out = snakemake.output[0]
-save_figure(fig, out, out.rsplit(".", 1)[0] + ".pdf")
-log.info("wrote %s (%d rows)", out, len(table))
+save_figure(fig, snakemake.output.png, snakemake.output.pdf)
+log.info("wrote %s and %s (%d rows)", snakemake.output.png, snakemake.output.pdf, len(table))

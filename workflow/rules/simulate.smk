@@ -62,11 +62,12 @@ rule power_figure:
     input:
         "results/tables/power.csv",
     output:
-        report(
+        png=report(
             "results/figures/power.png",
             caption="../report/power_figure.rst",
             category="Simulation",
         ),
+        pdf="results/figures/power.pdf",
     log:
         "results/logs/power/figure.log",
     conda:
