@@ -170,6 +170,20 @@ def run_cpsat(p: Puzzle, workers: int, cap_s: float) -> dict[str, Any]:
     return {"status": status, "time_to_first_s": first, "time_s": total, "grid_ok": ok}
 
 
+def run_cubes(p: Puzzle, cube_vars: int, cap_s: float) -> dict[str, Any]:
+    """Cube-and-conquer over all CPUs (``nonolab.fastsolve.solve_cubes``)."""
+    from nonolab.fastsolve import solve_cubes
+
+    r = solve_cubes(p, jobs=os.cpu_count() or 1, cube_vars=cube_vars, timeout_s=cap_s)
+    return {
+        "status": r.status,
+        "time_s": r.times["total_s"],
+        "time_to_first_s": r.times.get("time_to_first_s"),
+        "cubes": r.counts.get("cubes"),
+        "cubes_undecided": r.counts.get("cubes_undecided"),
+    }
+
+
 def run_plain(p: Puzzle, conf_budget: int) -> dict[str, Any]:
     """Solve + uniqueness with the plain path: full block-start CNF + CaDiCaL (engineer B)."""
     from nonolab.solvers import uniqueness
@@ -257,7 +271,7 @@ def suite_summary(instances: list[dict]) -> dict[str, Any]:
             for k in ("propagate_s", "probe_s", "encode_s", "solve_s", "uniqueness_s")
         },
     }
-    for key in ("cpsat_1", "cpsat_all", "plain"):
+    for key in ("cpsat_1", "cpsat_all", "plain", "cubes"):
         r = ratio_summary(instances, key)
         if r is not None:
             out[f"vs_{key}"] = r
@@ -301,6 +315,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cpsat-cap", type=float, default=20.0, help="CP-SAT cap per puzzle, s")
     ap.add_argument("--plain-budget", type=int, default=200_000, help="plain path conflicts")
     ap.add_argument("--no-baselines", action="store_true")
+    ap.add_argument(
+        "--cube-vars",
+        type=int,
+        default=0,
+        help="also run cube-and-conquer (2**K cubes over all CPUs) on random puzzles (0 = off)",
+    )
     ap.add_argument("--seed", type=int, default=20260301)
     ap.add_argument("--out", default="results/bench/solve.json")
     args = ap.parse_args(argv)
@@ -363,6 +383,8 @@ def main(argv: list[str] | None = None) -> int:
             if "density" in extra:
                 inst["density"] = extra["density"]
             inst["answer_check"] = answer_check(p, rec, extra)
+            if args.cube_vars and suite == "random":
+                inst["cubes"] = run_cubes(p, args.cube_vars, cap)
             if not args.no_baselines and idx % args.baseline_every == 0:
                 if have_ortools:
                     inst["cpsat_1"] = run_cpsat(p, 1, args.cpsat_cap)
@@ -375,7 +397,7 @@ def main(argv: list[str] | None = None) -> int:
                 f"({inst['answer_check']})"
                 + "".join(
                     f" {k}={inst[k]['status']}/{inst[k]['time_s']:.2f}s"
-                    for k in ("cpsat_1", "cpsat_all", "plain")
+                    for k in ("cpsat_1", "cpsat_all", "plain", "cubes")
                     if k in inst
                 ),
                 flush=True,
@@ -437,6 +459,7 @@ def markdown(out: dict[str, Any]) -> str:
         "cpsat_1": "CP-SAT 1 worker",
         "cpsat_all": "CP-SAT all workers",
         "plain": "block_start + CaDiCaL",
+        "cubes": "hybrid cube-and-conquer (all CPUs)",
     }
     for name, r in out["suites"].items():
         for key, label in names.items():
@@ -451,12 +474,17 @@ def markdown(out: dict[str, Any]) -> str:
             )
     if "random" in out["suites"]:
         lines += ["", "## Random puzzles", ""]
-        lines += ["| puzzle | status | time s | to first s | reason |", "|---|---|---:|---:|---|"]
+        lines += [
+            "| puzzle | status | time s | to first s | reason | cubes: status | cubes: s |",
+            "|---|---|---:|---:|---|---|---:|",
+        ]
         for i in out["suites"]["random"]["instances"]:
             h = i["hybrid"]
+            cb = i.get("cubes", {})
             lines.append(
                 f"| {i['label']} | {h['status']} | {h['time_s']:.2f} | "
-                f"{_f(h['time_to_first_s'])} | {h.get('reason', '')} |"
+                f"{_f(h['time_to_first_s'])} | {h.get('reason', '')} | "
+                f"{cb.get('status', '')} | {_f(cb.get('time_s'))} |"
             )
     return "\n".join(lines) + "\n"
 

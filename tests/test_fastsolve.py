@@ -153,3 +153,20 @@ def test_solver_options_do_not_change_answers():
         c = solve(p, probing=False, solver="glucose4")
         assert a.status == b.status == c.status
         assert satisfies(p, a.grid) and satisfies(p, b.grid) and satisfies(p, c.grid)
+
+
+def test_cube_and_conquer_agrees_with_brute_force():
+    from nonolab.fastsolve import cube_cells, solve_cubes
+
+    rng = random.Random(21)
+    for _ in range(6):
+        g = [[int(rng.random() < 0.5) for _ in range(4)] for _ in range(4)]
+        p = Puzzle.from_grid(g)
+        n = _brute_force_count(p)
+        r = solve_cubes(p, jobs=2, cube_vars=2, probing=False)
+        assert r.status == ("unique" if n == 1 else "multiple")
+        assert satisfies(p, r.grid)
+        if n > 1:
+            assert r.second_grid != r.grid and satisfies(p, r.second_grid)
+    s = propagate(Puzzle(rows=[(1,), (1,)], cols=[(1,), (1,)]))
+    assert cube_cells(s, 2) == [(0, 0), (0, 1)]

@@ -358,3 +358,137 @@ def _stats(s: Solver, counts: dict[str, int]) -> None:
     for k in ("conflicts", "decisions", "propagations", "restarts"):
         if k in st:
             counts[k] = int(st[k])
+
+
+# ---------------------------------------------------------------------------------------------
+# cube-and-conquer across processes (for the hardest large puzzles)
+# ---------------------------------------------------------------------------------------------
+
+
+def cube_cells(state: GridState, n: int) -> list[tuple[int, int]]:
+    """Return ``n`` unknown cells to split on: those whose row and column have the most unknown
+    cells (ties: row-major order)."""
+    h, w = state.height, state.width
+    row_u = [w - (state.row_fill[r] | state.row_empty[r]).bit_count() for r in range(h)]
+    col_u = [h - (state.col_fill[c] | state.col_empty[c]).bit_count() for c in range(w)]
+    cells = state.unknown_cells()
+    cells.sort(key=lambda rc: (-(row_u[rc[0]] + col_u[rc[1]]), rc))
+    return cells[:n]
+
+
+def _cube_worker(args: tuple) -> dict[str, Any]:
+    puzzle, cells, cube, encoding, solver, remaining_s, options = args
+    t0 = time.perf_counter()
+    state = GridState.from_cells(cells)
+    enc = remaining_encoding(puzzle, state, encoding)
+    clock = _Clock(remaining_s)
+    grids: list[Grid] = []
+    with _new_solver(solver, enc.clauses, options) as s:
+        for lit in cube:
+            s.add_clause([lit])
+        unknown_vars = {r * puzzle.width + c + 1 for r, c in state.unknown_cells()}
+        while len(grids) < 2:
+            ok = _solve_limited(s, clock, None)
+            if ok is None:
+                return {"status": "unknown", "grids": grids, "time_s": time.perf_counter() - t0}
+            if not ok:
+                break
+            model = s.get_model()
+            grids.append(enc.decode(model))
+            s.add_clause([-lit for lit in model if abs(lit) in unknown_vars])
+    return {"status": "done", "grids": grids, "time_s": time.perf_counter() - t0}
+
+
+def solve_cubes(
+    puzzle: Puzzle,
+    *,
+    jobs: int = 2,
+    cube_vars: int = 3,
+    encoding: str = "order",
+    solver: str = "cadical195",
+    probing: bool | str = "auto",
+    timeout_s: float | None = None,
+    solver_options: dict[str, int] | None = None,
+) -> SolveResult:
+    """Solve ``puzzle`` by cube-and-conquer over ``jobs`` processes; return a
+    :class:`SolveResult` (times in seconds).
+
+    Propagation (and probing as in :func:`solve`) first; then ``cube_vars`` unknown cells
+    (:func:`cube_cells`) are fixed both ways, giving ``2**cube_vars`` disjoint sub-problems that
+    together cover every solution. Each is solved for up to two solutions in a worker process.
+    Two solutions in total => ``multiple`` (the remaining cubes are abandoned); exactly one
+    after every cube is exhausted => ``unique``; none => ``unsat``; a cube out of time before
+    two solutions are known => ``unknown``. ``times['solve_s']`` is the wall time of the cube
+    phase, ``time_to_first_s`` when the first solution arrived.
+    """
+    import multiprocessing as mp
+
+    clock = _Clock(timeout_s)
+    times = {k: 0.0 for k in ("propagate_s", "probe_s", "encode_s", "solve_s", "uniqueness_s")}
+    counts: dict[str, int] = {"n_cells": puzzle.height * puzzle.width, "cubes": 0}
+    t = time.perf_counter()
+    try:
+        state = propagate(puzzle)
+        times["propagate_s"] = time.perf_counter() - t
+        counts["cells_by_propagation"] = state.n_known()
+        if probing == "auto":
+            probing = counts["n_cells"] - state.n_known() >= AUTO_PROBE_MIN_UNKNOWN
+        counts["probed"] = int(bool(probing))
+        if probing and not state.is_complete():
+            t = time.perf_counter()
+            probe(puzzle, state, deadline=clock.deadline)
+            times["probe_s"] = time.perf_counter() - t
+        counts["cells_by_probing"] = state.n_known() - counts["cells_by_propagation"]
+    except Contradiction as exc:
+        out = SolveResult("unsat", reason=f"propagation/probing: {exc}")
+        times["total_s"] = time.perf_counter() - clock.t0
+        out.times, out.counts = times, counts
+        return out
+    if state.is_complete():
+        out = SolveResult("unique", grid=_verified(puzzle, state.to_grid()))
+        times["time_to_first_s"] = times["total_s"] = time.perf_counter() - clock.t0
+        out.times, out.counts = times, counts
+        return out
+    chosen = cube_cells(state, cube_vars)
+    cubes = []
+    for bits in range(1 << len(chosen)):
+        cubes.append(
+            [
+                (1 if (bits >> i) & 1 else -1) * (r * puzzle.width + c + 1)
+                for i, (r, c) in enumerate(chosen)
+            ]
+        )
+    counts["cubes"] = len(cubes)
+    cells = state.to_cells()
+    remaining = None if clock.deadline is None else max(clock.deadline - time.perf_counter(), 0.01)
+    work = [(puzzle, cells, cube, encoding, solver, remaining, solver_options) for cube in cubes]
+    t = time.perf_counter()
+    grids: list[Grid] = []
+    undecided = 0
+    ctx = mp.get_context("fork")
+    with ctx.Pool(processes=jobs) as pool:
+        for res in pool.imap_unordered(_cube_worker, work):
+            for g in res["grids"]:
+                if g not in grids:
+                    grids.append(_verified(puzzle, g))
+                    if len(grids) == 1:
+                        times["time_to_first_s"] = time.perf_counter() - clock.t0
+            if res["status"] == "unknown":
+                undecided += 1
+            if len(grids) >= 2:
+                pool.terminate()
+                break
+    times["solve_s"] = time.perf_counter() - t
+    times["uniqueness_s"] = 0.0
+    times["total_s"] = time.perf_counter() - clock.t0
+    counts["cubes_undecided"] = undecided
+    if len(grids) >= 2:
+        out = SolveResult("multiple", grid=grids[0], second_grid=grids[1])
+    elif undecided:
+        out = SolveResult("unknown", grid=grids[0] if grids else None, reason="timeout (cubes)")
+    elif grids:
+        out = SolveResult("unique", grid=grids[0])
+    else:
+        out = SolveResult("unsat", reason="every cube unsatisfiable")
+    out.times, out.counts = times, counts
+    return out
