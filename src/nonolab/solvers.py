@@ -7,8 +7,8 @@ python-sat's ``accum_stats()``. This is how the published statistics were produc
 counts).
 
 Budgets: ``conf_budget`` (conflicts) and ``time_limit_s`` (wall seconds, via a timer that calls
-``interrupt()``) turn a run that would take too long into status ``"unknown"`` rather than a
-hang. Every grid returned is verified against the clues (:func:`nonolab.puzzles.check_solution`).
+``interrupt()``; for CaDiCaL, which python-sat cannot interrupt, between conflict slices) turn a
+run that would take too long into status ``"unknown"`` rather than a hang. Every grid returned is verified against the clues (:func:`nonolab.puzzles.check_solution`).
 """
 
 from __future__ import annotations
