@@ -8,6 +8,8 @@ CORES ?= 2
 STUDY ?=
 SNAKE_ARGS ?=
 STUDY_CONFIG := $(if $(STUDY),--config study_dir=$(abspath $(STUDY)),)
+# Figure rules are named fig_*: `make figures` reruns only them (tables are reused as they are).
+FIGURE_RULES := $(shell grep -ho '^rule fig_[a-z0-9_]*' workflow/rules/*.smk | cut -d' ' -f2)
 
 .PHONY: install reproduce figures report test lint format bench clean help
 
@@ -28,15 +30,16 @@ $(VENV)/.installed: pyproject.toml | $(BIN)/python
 
 install: $(VENV)/.installed
 
+# Targets and options come before --config, which takes every word after it.
 reproduce: install
-	$(BIN)/snakemake --cores $(CORES) $(STUDY_CONFIG) $(SNAKE_ARGS)
-	$(BIN)/snakemake --cores $(CORES) $(STUDY_CONFIG) --report results/report.html
+	$(BIN)/snakemake $(SNAKE_ARGS) --cores $(CORES) $(STUDY_CONFIG)
+	$(BIN)/snakemake --report results/report.html --cores $(CORES) $(STUDY_CONFIG)
 
 figures: install
-	$(BIN)/snakemake --cores $(CORES) $(STUDY_CONFIG) figures
+	$(BIN)/snakemake figures --forcerun $(FIGURE_RULES) --cores $(CORES) $(STUDY_CONFIG)
 
 report: install
-	$(BIN)/snakemake --cores $(CORES) $(STUDY_CONFIG) --report results/report.html
+	$(BIN)/snakemake --report results/report.html --cores $(CORES) $(STUDY_CONFIG)
 
 lint: install
 	$(BIN)/ruff check src scripts tests benchmarks

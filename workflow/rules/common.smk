@@ -59,3 +59,8 @@ def keep_initial_rating_sentinel():
     if value is None:
         value = PRESET.get("features", {}).get("keep_initial_rating_sentinel", False)
     return bool(value)
+
+
+# The preset's published statistics table in pool order (he2026), which defines the `published`
+# alignment of Table 1 and the models (METHODS 2); None for studies without one.
+PUBLISHED_POOL_STATISTICS = study_path("published.selected_six_stats")

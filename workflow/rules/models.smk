@@ -4,9 +4,7 @@
 
 
 # The preset's published pool-ordered statistics table drives the published alignment.
-MODELS_POOL = study_path("published.pool_statistics") or study_path(
-    "published.selected_six_stats"
-)
+MODELS_POOL = PUBLISHED_POOL_STATISTICS
 MODELS_INPUT = {
     "attempts": "results/features/attempts.csv",
     "metrics": "results/sat/metrics.csv",

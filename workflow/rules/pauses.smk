@@ -4,6 +4,8 @@
 
 # The preset's published pause threshold (seconds), or None.
 PAUSES_PRESET_THRESHOLD = PRESET.get("published", {}).get("pause_threshold_s")
+# The preset's published mixture-fit EM tolerance, or None (then the fit runs to convergence).
+PAUSES_PRESET_EM_TOL = PRESET.get("published", {}).get("pause_em_tol")
 
 
 rule pauses:
@@ -30,6 +32,8 @@ rule pauses:
         components=config["pauses"]["components"],
         n_init=config["pauses"]["n_init"],
         random_state=config["pauses"]["random_state"],
+        em_tol=config["pauses"]["em_tol"],
+        preset_em_tol=PAUSES_PRESET_EM_TOL,
     script:
         "../../scripts/pauses.py"
 

@@ -14,15 +14,8 @@ TABLE1_INPUTS = {
     "attempts": "results/features/attempts.csv",
     "metrics": "results/sat/metrics.csv",
 }
-# Published alignment: the preset's `published.pool_statistics`, else the configured file when it
-# exists in the study folder.
-TABLE1_POOL = study_path("published.pool_statistics") or (
-    str(Path(STUDY) / config["ranking"]["published_pool_statistics"])
-    if config["ranking"].get("published_pool_statistics")
-    else None
-)
-if TABLE1_POOL and Path(TABLE1_POOL).is_file():
-    TABLE1_INPUTS["pool_statistics"] = TABLE1_POOL
+if PUBLISHED_POOL_STATISTICS:
+    TABLE1_INPUTS["pool_statistics"] = PUBLISHED_POOL_STATISTICS
 
 
 rule expertise:
