@@ -126,7 +126,11 @@ def bench_study(n: int, workdir: Path, seed: int, threshold_s: float) -> dict[st
         features.parent.mkdir(parents=True, exist_ok=True)
         res = run_child(cmd, env=env)
         out["stages"][name] = res
-        print(f"[{n}] {name}: {res['wall_s']:.1f} s, {res['peak_rss_mb']:.0f} MB", flush=True)
+        print(
+            f"[{n}] {name}: {res['wall_s']:.1f} s wall, {res['cpu_s']:.1f} s CPU, "
+            f"{res['peak_rss_mb']:.0f} MB",
+            flush=True,
+        )
         if res["returncode"] != 0:
             out["error"] = f"{name} failed: {res['output_tail']}"
             return out
@@ -191,7 +195,8 @@ def bench_models(
                 }
                 row["attempts"] = info["attempts"]
                 print(
-                    f"[model n={n}] {mode}: fit {info['fit_s']:.2f} s, {res['peak_rss_mb']:.0f} MB",
+                    f"[model n={n}] {mode}: fit {info['fit_s']:.2f} s wall, "
+                    f"{info['fit_cpu_s']:.2f} s CPU, {res['peak_rss_mb']:.0f} MB",
                     flush=True,
                 )
             fit = row.get("fit_crossed", {}).get("fit_cpu_s")
