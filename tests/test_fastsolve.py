@@ -170,3 +170,20 @@ def test_cube_and_conquer_agrees_with_brute_force():
             assert r.second_grid != r.grid and satisfies(p, r.second_grid)
     s = propagate(Puzzle(rows=[(1,), (1,)], cols=[(1,), (1,)]))
     assert cube_cells(s, 2) == [(0, 0), (0, 1)]
+
+
+def test_cube_and_conquer_respects_one_global_timeout():
+    from nonolab.fastsolve import solve_cubes
+
+    rng = random.Random(5)
+    g = [[int(rng.random() < 0.5) for _ in range(40)] for _ in range(40)]
+    p = Puzzle.from_grid(g)
+    import time
+
+    t0 = time.perf_counter()
+    r = solve_cubes(p, jobs=2, cube_vars=3, probing=False, timeout_s=1.0)
+    elapsed = time.perf_counter() - t0
+    assert r.status in ("unknown", "unique", "multiple")
+    # 8 cubes on 2 processes must not add up to 4 x the timeout (slices of 2,000 conflicts
+    # may overshoot a little)
+    assert elapsed < 3.0 + 1.0

@@ -377,8 +377,11 @@ def cube_cells(state: GridState, n: int) -> list[tuple[int, int]]:
 
 
 def _cube_worker(args: tuple) -> dict[str, Any]:
-    puzzle, cells, cube, encoding, solver, remaining_s, options = args
+    puzzle, cells, cube, encoding, solver, deadline_epoch, options = args
     t0 = time.perf_counter()
+    remaining_s = None if deadline_epoch is None else max(deadline_epoch - time.time(), 0.0)
+    if remaining_s is not None and remaining_s <= 0:
+        return {"status": "unknown", "grids": [], "time_s": 0.0}
     state = GridState.from_cells(cells)
     enc = remaining_encoding(puzzle, state, encoding)
     clock = _Clock(remaining_s)
@@ -460,8 +463,9 @@ def solve_cubes(
         )
     counts["cubes"] = len(cubes)
     cells = state.to_cells()
-    remaining = None if clock.deadline is None else max(clock.deadline - time.perf_counter(), 0.01)
-    work = [(puzzle, cells, cube, encoding, solver, remaining, solver_options) for cube in cubes]
+    # one wall-clock deadline shared by every cube (time.time() is comparable across processes)
+    deadline = None if timeout_s is None else time.time() + (clock.deadline - time.perf_counter())
+    work = [(puzzle, cells, cube, encoding, solver, deadline, solver_options) for cube in cubes]
     t = time.perf_counter()
     grids: list[Grid] = []
     undecided = 0
