@@ -14,11 +14,26 @@ STUDY_DIR = SHARED / "study-data"
 BENCH_DIR = SHARED / "benchmarks"
 
 
+def _truthy(name: str) -> bool:
+    return os.environ.get(name, "").lower() in ("1", "true", "yes")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Tests marked ``slow`` run only when asked for: ``-m slow`` (or any marker expression
+    naming ``slow``) or ``NONOLAB_SLOW=1``; otherwise they are skipped with that reason."""
+    if "slow" in (config.getoption("markexpr") or "") or _truthy("NONOLAB_SLOW"):
+        return
+    skip = pytest.mark.skip(reason="slow: run with -m slow or NONOLAB_SLOW=1")
+    for item in items:
+        if "slow" in item.keywords:
+            item.add_marker(skip)
+
+
 def _require(path: Path, what: str) -> Path:
     if path.exists():
         return path
     msg = f"{what} not found at {path} (set NONOLAB_SHARED to the shared/ folder)"
-    if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
+    if _truthy("CI"):
         pytest.fail(msg + "; under CI=true this is a failure, not a skip")
     pytest.skip(msg)
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 from dataclasses import replace
 
 import numpy as np
@@ -26,14 +25,6 @@ from nonolab.simulate import (
     truth_ratings,
     write_study,
 )
-
-
-@pytest.fixture
-def slow_selected(request):
-    """Skip unless slow tests were asked for (``-m slow``) or ``NONOLAB_SLOW=1``."""
-    expr = request.config.getoption("markexpr") or ""
-    if "slow" not in expr and os.environ.get("NONOLAB_SLOW", "") not in ("1", "true", "yes"):
-        pytest.skip("slow: run with -m slow or NONOLAB_SLOW=1")
 
 
 def _ingest(study_dir):
@@ -174,13 +165,13 @@ def test_ground_truth_slope_is_zero_without_metric_effect(tmp_path):
 
 
 @pytest.mark.slow
-def test_slope_interval_coverage_50_replications(slow_selected):
+def test_slope_interval_coverage_50_replications():
     t = slope_replications(50, 20260301, SimParams(n_participants=200, n_puzzles=12))
     assert slope_summary(t)["coverage"] >= 0.9
 
 
 @pytest.mark.slow
-def test_false_positive_rate_near_alpha_50_replications(slow_selected):
+def test_false_positive_rate_near_alpha_50_replications():
     base = SimParams(n_participants=200, n_puzzles=12)
     t = slope_replications(50, 20260302, replace(base, metric_strength=0.0))
     fpr = slope_summary(t)["rejection_rate"]

@@ -10,7 +10,6 @@ not when `sat.puzzles: study` (they read the puzzle file itself, which did not c
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
 import subprocess
@@ -24,14 +23,6 @@ from nonolab.simulate import LOG_DIR, SimParams, simulate_study, write_study
 
 REPO = Path(__file__).resolve().parents[1]
 TARGETS = ["results/ingest/summary.json", "results/sat/metrics.csv", "results/tables/power.csv"]
-
-
-@pytest.fixture
-def slow_selected(request):
-    """Skip unless slow tests were asked for (``-m slow``) or ``NONOLAB_SLOW=1``."""
-    expr = request.config.getoption("markexpr") or ""
-    if "slow" not in expr and os.environ.get("NONOLAB_SLOW", "") not in ("1", "true", "yes"):
-        pytest.skip("slow: run with -m slow or NONOLAB_SLOW=1")
 
 
 def _snakemake(workdir: Path, study: Path, *opts: str, sat_puzzles: str) -> str:
@@ -68,7 +59,7 @@ def _planned(text: str) -> set[str]:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("sat_puzzles", ["ingest", "study"])
-def test_new_log_reruns_only_what_depends_on_it(tmp_path, sat_puzzles, slow_selected):
+def test_new_log_reruns_only_what_depends_on_it(tmp_path, sat_puzzles):
     study, work = tmp_path / "study", tmp_path / "work"
     work.mkdir()
     write_study(simulate_study(SimParams(n_participants=8, n_puzzles=6), 11), study)
