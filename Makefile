@@ -11,14 +11,16 @@ STUDY_CONFIG := $(if $(STUDY),--config study_dir=$(abspath $(STUDY)),)
 # Figure rules are named fig_*: `make figures` reruns only them (tables are reused as they are).
 FIGURE_RULES := $(shell grep -ho '^rule fig_[a-z0-9_]*' workflow/rules/*.smk | cut -d' ' -f2)
 
-.PHONY: install reproduce figures report test lint format bench clean help
+.PHONY: install reproduce figures report test test-fast lint format bench bench-scale bench-recovery clean help
 
 help:
 	@echo "make reproduce [STUDY=path]  run the workflow, write results/"
 	@echo "make figures                 redraw figures from existing tables"
 	@echo "make report                  build results/report.html"
 	@echo "make test                    ruff, snakefmt --check, snakemake --lint, pytest"
-	@echo "make bench                   run the benchmarks under benchmarks/"
+	@echo "make bench                   solve benchmark (needs the bench extra: OR-Tools)"
+	@echo "make bench-scale             ingest/features/models at 1,000 and 10,000 participants"
+	@echo "make bench-recovery          parameter recovery on simulated studies"
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -52,11 +54,19 @@ format: install
 	$(BIN)/ruff format src scripts tests benchmarks
 	$(BIN)/snakefmt Snakefile workflow/rules
 
+# Slow tests (marked `slow`) run only with NONOLAB_SLOW=1 (as in CI) or PYTEST_ARGS='-m slow'.
 test: lint
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 bench: install
+	$(BIN)/python -m pip install -e '.[bench]'
 	$(BIN)/python benchmarks/solve_bench.py
+
+bench-scale: install
+	$(BIN)/python benchmarks/scale_bench.py
+
+bench-recovery: install
+	$(BIN)/python benchmarks/recovery_bench.py
 
 clean:
 	rm -rf results .snakemake
