@@ -8,7 +8,7 @@ import pandas as pd
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from nonolab.features import _final_board
+from nonolab.features import _final_board, _final_boards
 from nonolab.ingest import Board
 
 H, W = 4, 5
@@ -51,6 +51,18 @@ def test_replays_agree(ops):
     df = pd.DataFrame(rows, columns=["line_no", "type", "r", "c", "value"])
     assert np.array_equal(_final_board(df, H, W), board.cells)
     assert set(np.unique(board.cells)) <= {-1, 0, 1}
+    # the one-pass replay over several attempts gives the same board for each of them
+    if rows:
+        two = pd.concat(
+            [df.assign(participant_id="a", order=1), df.assign(participant_id="b", order=2)]
+        )
+        att = pd.DataFrame(
+            {"participant_id": ["a", "b"], "order": [1, 2], "puzzle_hash": ["h", "h"]}
+        )
+        boards = _final_boards(two, att, {"h": np.zeros((H, W), dtype=np.int8)})
+        assert set(boards) == {("a", 1), ("b", 2)}
+        for b in boards.values():
+            assert np.array_equal(b, board.cells)
 
 
 def test_pause_counts_are_gaps_at_or_above_threshold_and_monotone(tmp_path):

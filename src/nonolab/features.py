@@ -222,16 +222,66 @@ def attempt_features(
 def _final_boards(
     ops: pd.DataFrame, attempts: pd.DataFrame, sols: dict[str, np.ndarray]
 ) -> dict[tuple[str, int], np.ndarray]:
-    """Return {(participant_id, order): final board} replaying each attempt's board events."""
+    """Return {(participant_id, order): final board} replaying each attempt's board events.
+
+    ``ops`` are the move/drag/undo/reset rows sorted by participant, order and ``seq`` (an
+    attempt's rows are contiguous, a drag's cells are consecutive rows of one line). One pass
+    over the columns as Python lists, a flat board per attempt and an undo stack of
+    (cell, previous value) snapshots; same semantics as :func:`_final_board`.
+    """
     shapes = {
         (p, o): sols[h].shape
         for p, o, h in zip(
             attempts["participant_id"], attempts["order"], attempts["puzzle_hash"], strict=True
         )
     }
-    out = {}
-    for key, rows in ops.groupby(KEYS, sort=False):
-        out[key] = _final_board(rows, *shapes[key])
+    out: dict[tuple[str, int], np.ndarray] = {}
+    if not len(ops):
+        return out
+    pids = ops["participant_id"].tolist()
+    orders = ops["order"].tolist()
+    lines = ops["line_no"].tolist()
+    types = ops["type"].tolist()
+    rs = ops["r"].tolist()
+    cs = ops["c"].tolist()
+    vs = ops["value"].tolist()
+    n = len(types)
+    key = None
+    board: list[int] = []
+    stack: list[list[tuple[int, int]]] = []
+    h = w = 0
+    i = 0
+    while i < n:
+        k = (pids[i], orders[i])
+        if k != key:
+            if key is not None:
+                out[key] = np.array(board, dtype=np.int8).reshape(h, w)
+            key = k
+            h, w = shapes[k]
+            board = [0] * (h * w)
+            stack = []
+        typ, line = types[i], lines[i]
+        j = i + 1
+        while j < n and lines[j] == line and pids[j] == k[0] and orders[j] == k[1]:
+            j += 1
+        if typ == "move" or typ == "drag":
+            snap = []
+            for m in range(i, j):
+                if types[m] == "move" or types[m] == "drag":
+                    cell = int(rs[m]) * w + int(cs[m])
+                    snap.append((cell, board[cell]))
+                    board[cell] = int(vs[m])
+            if snap:
+                stack.append(snap)
+        elif typ == "undo":
+            if stack:
+                for cell, old in stack.pop():
+                    board[cell] = old
+        elif typ == "reset":
+            stack.append([(cell, v) for cell, v in enumerate(board) if v != 0])
+            board = [0] * (h * w)
+        i = j
+    out[key] = np.array(board, dtype=np.int8).reshape(h, w)
     return out
 
 
