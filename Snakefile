@@ -12,6 +12,9 @@ min_version("8.20")
 configfile: os.path.join(workflow.basedir, "config", "config.yaml")
 
 
+report: "workflow/report/workflow.rst"
+
+
 include: "workflow/rules/common.smk"
 include: "workflow/rules/ingest.smk"
 include: "workflow/rules/features.smk"
