@@ -10,8 +10,7 @@ import logging  # noqa: E402
 
 import pandas as pd  # noqa: E402
 
-from nonolab.correlations import published_alignment  # noqa: E402
-from nonolab.mixed_models import BEHAVIOURS, behaviour_models, covariates_by_alignment  # noqa: E402
+from nonolab.mixed_models import BEHAVIOURS, behaviour_models, study_covariates  # noqa: E402
 from nonolab.provenance import write_table  # noqa: E402
 
 logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, format="%(message)s")
@@ -20,25 +19,20 @@ p = snakemake.params
 
 attempts = pd.read_csv(snakemake.input.attempts, dtype={"puzzle_id": str})
 metrics = pd.read_csv(snakemake.input.metrics, dtype={"puzzle_id": str})
-served = attempts[["puzzle_id", "puzzle_hash"]].drop_duplicates().reset_index(drop=True)
-mapping = None
 pool = snakemake.input.get("pool_statistics")
-if pool:
-    mapping = published_alignment(
-        pd.read_csv(pool), served, metrics[metrics["encoding"] == p.encoding]
-    )
-    log.info("published alignment (served id -> source hash): %s", mapping)
-else:
-    log.info("no published pool-ordered statistics table in the preset: corrected alignment only")
-covs = covariates_by_alignment(
+covs, mapping = study_covariates(
+    attempts,
     metrics,
-    served,
+    pd.read_csv(pool) if pool else None,
     solver=p.solver,
     encoding=p.encoding,
     metrics_cols=p.metrics,
     transform=p.metric_transform,
-    published_mapping=mapping,
 )
+if mapping:
+    log.info("published alignment (served id -> source hash): %s", mapping)
+else:
+    log.info("no published pool-ordered statistics table in the preset: corrected alignment only")
 behaviours = {c: BEHAVIOURS.get(c, c) for c in p.behaviours}
 tables = []
 for alignment, cov in covs.items():
@@ -76,6 +70,6 @@ write_table(
     caption=f"Behaviour ~ SAT metric ({p.solver}, {p.encoding}; {p.metric_transform}) with "
     "crossed random intercepts for participant and puzzle (REML). p: Wald; p_fdr: BH over the "
     f"{len(behaviours) * len(p.metrics)} tests of an alignment; p_satt: Satterthwaite t; p_boot: "
-    f"parametric bootstrap ({p.n_boot} draws). Only {served.shape[0]} puzzles.",
+    f"parametric bootstrap ({p.n_boot} draws). Only {attempts['puzzle_hash'].nunique()} puzzles.",
 )
 log.info("wrote %s (%d rows)", snakemake.output.table, len(table))

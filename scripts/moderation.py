@@ -10,10 +10,9 @@ import logging  # noqa: E402
 
 import pandas as pd  # noqa: E402
 
-from nonolab.correlations import published_alignment  # noqa: E402
 from nonolab.mixed_models import (  # noqa: E402
-    covariates_by_alignment,
     moderation_models,
+    study_covariates,
     with_expertise,
 )
 from nonolab.provenance import write_table  # noqa: E402
@@ -24,21 +23,15 @@ p = snakemake.params
 
 attempts = with_expertise(pd.read_csv(snakemake.input.attempts, dtype={"puzzle_id": str}))
 metrics = pd.read_csv(snakemake.input.metrics, dtype={"puzzle_id": str})
-served = attempts[["puzzle_id", "puzzle_hash"]].drop_duplicates().reset_index(drop=True)
-mapping = None
 pool = snakemake.input.get("pool_statistics")
-if pool:
-    mapping = published_alignment(
-        pd.read_csv(pool), served, metrics[metrics["encoding"] == p.encoding]
-    )
-covs = covariates_by_alignment(
+covs, _mapping = study_covariates(
+    attempts,
     metrics,
-    served,
+    pd.read_csv(pool) if pool else None,
     solver=p.solver,
     encoding=p.encoding,
     metrics_cols=p.metrics,
     transform=p.metric_transform,
-    published_mapping=mapping,
 )
 mods, slopes = [], []
 for alignment, cov in covs.items():

@@ -11,10 +11,9 @@ import logging  # noqa: E402
 
 import pandas as pd  # noqa: E402
 
-from nonolab.correlations import published_alignment  # noqa: E402
 from nonolab.mixed_models import (  # noqa: E402
-    covariates_by_alignment,
     pause_counts_at,
+    study_covariates,
     threshold_sensitivity,
 )
 from nonolab.provenance import write_table  # noqa: E402
@@ -26,7 +25,6 @@ p = snakemake.params
 attempts = pd.read_csv(snakemake.input.attempts, dtype={"puzzle_id": str})
 gaps = pd.read_csv(snakemake.input.gaps, dtype={"puzzle_id": str})
 metrics = pd.read_csv(snakemake.input.metrics, dtype={"puzzle_id": str})
-served = attempts[["puzzle_id", "puzzle_hash"]].drop_duplicates().reset_index(drop=True)
 with open(snakemake.input.threshold, encoding="utf-8") as fh:
     used = json.load(fh)["threshold_used_s"]
 # Consistency: the gaps at the threshold used by the features stage give its pause counts.
@@ -38,20 +36,15 @@ if len(bad):
         f"{snakemake.input.attempts} for {len(bad)} attempts, e.g. {bad.head(3).to_dict('records')}"
     )
 log.info("recomputed pause counts at the used threshold %g s match the attempts table", used)
-mapping = None
 pool = snakemake.input.get("pool_statistics")
-if pool:
-    mapping = published_alignment(
-        pd.read_csv(pool), served, metrics[metrics["encoding"] == p.encoding]
-    )
-covs = covariates_by_alignment(
+covs, _mapping = study_covariates(
+    attempts,
     metrics,
-    served,
+    pd.read_csv(pool) if pool else None,
     solver=p.solver,
     encoding=p.encoding,
     metrics_cols=p.metrics,
     transform=p.metric_transform,
-    published_mapping=mapping,
 )
 tables = []
 for alignment, cov in covs.items():

@@ -626,6 +626,43 @@ def covariates_by_alignment(
     return out
 
 
+def study_covariates(
+    attempts: pd.DataFrame,
+    metrics: pd.DataFrame,
+    pool_statistics: pd.DataFrame | None,
+    *,
+    solver: str,
+    encoding: str,
+    metrics_cols: Sequence[str] = METRICS,
+    transform: str = "log1p_z",
+) -> tuple[dict[str, pd.DataFrame], dict[str, str] | None]:
+    """Return ``({alignment: covariates}, published_mapping)`` for the puzzles in ``attempts``.
+
+    The served puzzles are the distinct ``puzzle_id``/``puzzle_hash`` pairs of ``attempts``;
+    ``pool_statistics`` is the preset's published pool-ordered statistics table (None for
+    studies without one, which then get the ``corrected`` alignment only). The mapping (served
+    id -> source hash, :func:`nonolab.correlations.published_alignment`) is returned for logging.
+    """
+    from nonolab.correlations import published_alignment
+
+    served = attempts[["puzzle_id", "puzzle_hash"]].drop_duplicates().reset_index(drop=True)
+    mapping = None
+    if pool_statistics is not None:
+        mapping = published_alignment(
+            pool_statistics, served, metrics[metrics["encoding"] == encoding]
+        )
+    covs = covariates_by_alignment(
+        metrics,
+        served,
+        solver=solver,
+        encoding=encoding,
+        metrics_cols=metrics_cols,
+        transform=transform,
+        published_mapping=mapping,
+    )
+    return covs, mapping
+
+
 def with_expertise(attempts: pd.DataFrame, column: str = "expertise_composite") -> pd.DataFrame:
     """Return ``attempts`` with the expertise composite (population-SD units) as ``column``.
 
