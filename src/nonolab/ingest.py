@@ -23,11 +23,14 @@ pre-survey; survey events belong to the attempt they rate.
 
 from __future__ import annotations
 
+import gc
 import json
+import os
 import re
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from functools import cache
+from functools import cache, partial
 from pathlib import Path
 from typing import Any
 
@@ -233,6 +236,18 @@ def ingest_study(study_dir: str | Path, preset: Preset) -> IngestResult:
     puzzle file whose clues contradict its solutions. Everything else that cannot be used is a
     ledger row.
     """
+    # Millions of small row objects and no reference cycles: the cyclic garbage collector
+    # would rescan them over and over (quadratic in the study size), so it is paused here.
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return _ingest_study(study_dir, preset)
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _ingest_study(study_dir: str | Path, preset: Preset) -> IngestResult:
     study_dir = Path(study_dir)
     puzzle_path = study_file(study_dir, preset, "puzzle_file")
     if not puzzle_path.is_file():
@@ -258,27 +273,21 @@ def ingest_study(study_dir: str | Path, preset: Preset) -> IngestResult:
     text_rows: list[dict[str, Any]] = []
     inputs = [puzzle_path]
 
-    for src in sources:
+    hash_of = {label: p.hash for label, p in by_label.items()}
+    for src, out in zip(sources, _read_sources(sources, by_label, hash_of, n_per), strict=True):
         inputs.append(src.path)
-        events, errors, n_lines = read_log_lines(str(src.path), src.rel)
         counts["log_files"] += 1
-        counts["events_read"] += n_lines
-        for e in events:
-            by_type[e.type] += 1
-        for err in errors:
-            by_type["(unknown)" if isinstance(err, UnknownEventType) else "(unparsable)"] += 1
+        counts["events_read"] += out["n_lines"]
+        by_type.update(out["by_type"])
+        ledger.rows += out["ledger"]
         if src.participant_id is None:
-            ledger.add("file", src.rel, src.path.stem, src.reason or "excluded by preset")
-            counts["events_excluded"] += n_lines
+            counts["events_excluded"] += out["n_lines"]
             counts["files_excluded"] += 1
             continue
-        pid = src.participant_id
-        for err in errors:
-            ledger.add("line", err.source, pid, err.reason)
-        counts["events_excluded"] += len(errors)
-        res = _ingest_participant(src.rel, pid, events, by_label, n_per, ledger)
+        counts["events_excluded"] += out["n_errors"]
+        res = out["res"]
         if res is None:
-            counts["events_excluded"] += len(events)
+            counts["events_excluded"] += out["n_events"]
             counts["participants_excluded"] += 1
             continue
         counts["events_excluded"] += res["n_excluded"]
@@ -350,6 +359,56 @@ def ingest_study(study_dir: str | Path, preset: Preset) -> IngestResult:
     return IngestResult(tables, summary, inputs)
 
 
+#: Studies with at least this many log files are read by a pool of worker processes (one per
+#: available CPU), each file independently; smaller ones in this process.
+PARALLEL_MIN_FILES = 200
+
+
+def _read_source(
+    src: Any, by_label: dict[str | None, Puzzle], hash_of: dict[str, str], n_per: int
+) -> dict[str, Any]:
+    """Read and ingest one log file: line counts, types read, its ledger rows (in order) and
+    the participant's rows (``res``, None when the participant or file is excluded)."""
+    events, errors, n_lines = read_log_lines(str(src.path), src.rel)
+    by_type: Counter[str] = Counter(e.type for e in events)
+    for err in errors:
+        by_type["(unknown)" if isinstance(err, UnknownEventType) else "(unparsable)"] += 1
+    ledger = _Ledger()
+    out = {
+        "n_lines": n_lines,
+        "n_events": len(events),
+        "n_errors": len(errors),
+        "by_type": by_type,
+        "ledger": ledger.rows,
+        "res": None,
+    }
+    if src.participant_id is None:
+        ledger.add("file", src.rel, src.path.stem, src.reason or "excluded by preset")
+        return out
+    pid = src.participant_id
+    for err in errors:
+        ledger.add("line", err.source, pid, err.reason)
+    out["res"] = _ingest_participant(src.rel, pid, events, by_label, n_per, ledger, hash_of)
+    return out
+
+
+def _read_sources(
+    sources: list[Any], by_label: dict[str | None, Puzzle], hash_of: dict[str, str], n_per: int
+) -> Iterator[dict[str, Any]]:
+    """Yield :func:`_read_source` of every source, in order (in parallel for many files)."""
+    work = partial(_read_source, by_label=by_label, hash_of=hash_of, n_per=n_per)
+    n_cpu = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    n_workers = min(n_cpu or 1, 8)
+    if n_workers < 2 or len(sources) < PARALLEL_MIN_FILES:
+        yield from map(work, sources)
+        return
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("fork")
+    with ctx.Pool(n_workers) as pool:
+        yield from pool.imap(work, sources, chunksize=32)
+
+
 def _ingest_participant(
     rel: str,
     pid: str,
@@ -357,6 +416,7 @@ def _ingest_participant(
     puzzles: dict[str | None, Puzzle],
     n_per: int,
     ledger: _Ledger,
+    hash_of: dict[str, str] | None = None,
 ) -> dict[str, Any] | None:
     """Return the rows of one participant's session, or None (participant ledgered)."""
     # Stable time order, as the published analysis did; note lines that go back in time.
@@ -428,7 +488,7 @@ def _ingest_participant(
     if post is None:
         ledger.add("participant", rel, pid, "no post-survey: final ratings missing", "kept")
     t0 = ss.t
-    hashes = {q: puzzles[q].hash for q in queue}
+    hashes = {q: hash_of[q] if hash_of else puzzles[q].hash for q in queue}
     boards = {}
     for k, q in enumerate(queue, start=1):
         p = puzzles[q]
@@ -831,11 +891,19 @@ def coerce_table(df: pd.DataFrame, name: str) -> pd.DataFrame:
         if prop.get("format") == "date-time":
             out[col] = pd.to_datetime(s, utc=True).astype("datetime64[us, UTC]")
         elif typ == "integer":
-            out[col] = pd.array(
-                [None if v is None or v is pd.NA or v != v else int(v) for v in s], dtype="Int64"
+            fast = _fast_int(s)
+            out[col] = (
+                fast
+                if fast is not None
+                else pd.array(
+                    [None if v is None or v is pd.NA or v != v else int(v) for v in s],
+                    dtype="Int64",
+                )
             )
         elif typ == "number":
             out[col] = pd.to_numeric(s, errors="raise").astype("float64")
+        elif typ == "boolean" and s.dtype == np.bool_:
+            out[col] = pd.array(s.to_numpy(), dtype="boolean")
         elif typ == "boolean":
             out[col] = pd.array(
                 [None if v is None or v is pd.NA or v != v else bool(v) for v in s],
@@ -853,6 +921,22 @@ def coerce_table(df: pd.DataFrame, name: str) -> pd.DataFrame:
                 dtype=object,
             )
     return out.reset_index(drop=True)
+
+
+def _fast_int(s: pd.Series) -> pd.arrays.IntegerArray | None:
+    """Return the ``Int64`` array of a plain int64 column, or of a float64 column whose
+    non-missing values are finite and within int64 (truncated as ``int(v)`` does); None for
+    anything else (the caller converts value by value)."""
+    if s.dtype == np.int64:
+        return pd.array(s.to_numpy(), dtype="Int64")
+    if s.dtype != np.float64:
+        return None
+    v = s.to_numpy()
+    na = np.isnan(v)
+    ok = v[~na]
+    if not (np.isfinite(ok).all() and (np.abs(ok) < 2.0**62).all()):
+        return None
+    return pd.arrays.IntegerArray(np.where(na, 0, np.trunc(v)).astype(np.int64), na)
 
 
 def validate_table(df: pd.DataFrame, name: str) -> None:

@@ -234,6 +234,24 @@ class Event:
     raw: str
 
 
+_object_new = object.__new__
+_object_setattr = object.__setattr__
+
+
+def _event(
+    typ: str, t: datetime, role: str, fields: dict[str, Any], line_no: int, raw: str
+) -> Event:
+    """Return ``Event(typ, t, role, fields, line_no, raw)`` without the frozen dataclass's
+    per-field ``__setattr__`` calls (the same object: equal, same attributes and repr)."""
+    e = _object_new(Event)
+    _object_setattr(
+        e,
+        "__dict__",
+        {"type": typ, "t": t, "role": role, "fields": fields, "line_no": line_no, "raw": raw},
+    )
+    return e
+
+
 def parse_time(value: Any) -> datetime:
     """Return the aware UTC datetime of an ISO-8601 string; raise ``ValueError`` otherwise."""
     if not isinstance(value, str):
@@ -264,7 +282,7 @@ def parse_line(text: str | bytes, source: str = "<log>", line_no: int = 0) -> Ev
     if not stripped:
         raise LogLineError(where, "empty line")
     try:
-        obj = json.loads(stripped, parse_constant=_reject_constant)
+        obj = _loads(stripped)
     except (json.JSONDecodeError, ValueError, RecursionError) as exc:
         raise LogLineError(where, f"not a JSON object ({exc})") from None
     if not isinstance(obj, dict):
@@ -278,6 +296,13 @@ def parse_line(text: str | bytes, source: str = "<log>", line_no: int = 0) -> Ev
         t = parse_time(obj["t"])
     except (ValueError, OverflowError) as exc:
         raise LogLineError(where, str(exc)) from None
+    if typ == "move":  # fast path for the commonest line; anything unusual is checked below
+        r, c, v = obj.get("r"), obj.get("c"), obj.get("value")
+        if type(r) is int and type(c) is int and type(v) is int and r >= 0 and c >= 0:
+            if v == 1 or v == 0 or v == -1:
+                return _event(
+                    typ, t, "interaction", {"r": r, "c": c, "value": v}, line_no, stripped
+                )
     spec = EVENT_SPECS.get(typ)
     if spec is None:
         if typ in IGNORED_TYPES:
@@ -297,13 +322,32 @@ def parse_line(text: str | bytes, source: str = "<log>", line_no: int = 0) -> Ev
                 fields[name] = check(obj[name])
             except (TypeError, ValueError) as exc:
                 raise LogLineError(where, f"{typ} field {name!r}: {exc}") from None
-    return Event(typ, t, spec.role, fields, line_no, stripped)
+    return _event(typ, t, spec.role, fields, line_no, stripped)
 
 
 def _reject_constant(name: str) -> float:
     if name in ("NaN", "Infinity", "-Infinity"):
         raise ValueError(f"non-standard JSON constant {name}")
     return math.nan  # pragma: no cover
+
+
+_DECODER = json.JSONDecoder(parse_constant=_reject_constant)
+
+
+def _loads(text: str) -> Any:
+    """``json.loads(text, parse_constant=_reject_constant)`` for a stripped line, without its
+    per-call decoder set-up: one shared decoder's ``raw_decode``; anything it does not accept
+    whole (an error, trailing data, a byte-order mark) goes through ``json.loads`` itself, so
+    the error messages are the same."""
+    if not text.startswith("\ufeff"):
+        try:
+            obj, end = _DECODER.raw_decode(text)
+        except (json.JSONDecodeError, ValueError, RecursionError):
+            pass
+        else:
+            if end == len(text):
+                return obj
+    return json.loads(text, parse_constant=_reject_constant)
 
 
 def read_log_lines(path: str, source: str) -> tuple[list[Event], list[LogLineError], int]:
