@@ -31,7 +31,7 @@ def main(argv: list[str] | None = None) -> int:
     rec_cfg = cfg.get("simulate", {}).get("recovery", {})
     seed_default = rec_cfg.get("seed") if rec_cfg.get("seed") is not None else cfg["seed"]
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--replications", type=int, default=rec_cfg.get("replications", 50))
+    ap.add_argument("--replications", type=int, default=50)
     ap.add_argument("--participants", type=int, default=rec_cfg.get("n_participants", 200))
     ap.add_argument("--puzzles", type=int, default=rec_cfg.get("n_puzzles", 12))
     ap.add_argument("--pipeline-studies", type=int, default=3)

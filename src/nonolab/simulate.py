@@ -1347,3 +1347,64 @@ def recovery_benchmark(
         "null": {"summary": n_sum, "replications": null.to_dict(orient="records")},
         "criteria": criteria,
     }
+
+
+def recovery_criteria_table(record: dict[str, Any]) -> pd.DataFrame:
+    """Return the recovery targets of :func:`recovery_benchmark`'s ``record`` as a table.
+
+    One row per target: ``target`` (what is recovered), ``criterion`` (the pass rule),
+    ``value`` (measured: a share, a rate or a median Spearman rho, unitless), ``met`` (bool),
+    and the design and master ``seed`` that produced it (per-replication seeds are in the JSON
+    record).
+    """
+    c = record["criteria"]
+    d = record["design"]
+    design = (
+        f"{d['pipeline_studies']} pipeline studies x {d['n_participants']} participants x "
+        f"{d['n_puzzles_pipeline']} puzzles; {d['replications']} replications x "
+        f"{d['n_puzzles_slope']} puzzles"
+    )
+    rows = [
+        (
+            "pause threshold",
+            "share of studies within 10% of the true crossing",
+            c["threshold_within_10pct_share"],
+            c["threshold_met"],
+        ),
+        (
+            "pause threshold, published EM settings",
+            "share within 10% (tol 1e-3, for contrast)",
+            c["threshold_within_10pct_share_published_em_settings"],
+            None,
+        ),
+        (
+            "difficulty ranking (BT)",
+            "share of replications with Spearman >= 0.9",
+            c["bt_spearman_ge_0_9_share_replications"],
+            c["bt_spearman_met"],
+        ),
+        (
+            "difficulty ranking (BT)",
+            "median Spearman over replications",
+            c["bt_spearman_median_replications"],
+            None,
+        ),
+        (
+            "metric slope",
+            "95% CI coverage of the true slope (target >= 0.9)",
+            c["slope_coverage"],
+            c["slope_coverage_met"],
+        ),
+        (
+            "zero effect",
+            "false-positive rate at alpha 0.05 (upper bound "
+            f"{c['false_positive_rate_upper_ok']:.3f})",
+            c["false_positive_rate"],
+            c["false_positive_rate_met"],
+        ),
+    ]
+    out = pd.DataFrame(rows, columns=["target", "criterion", "value", "met"])
+    out["met"] = out["met"].map({True: "yes", False: "no", None: ""})
+    out["design"] = design
+    out["seed"] = int(record["seed"])
+    return out

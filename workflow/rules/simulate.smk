@@ -82,7 +82,12 @@ rule power_figure:
 
 rule recovery:
     output:
-        "results/bench/recovery.json",
+        record="results/recovery/recovery.json",
+        table=report(
+            "results/tables/recovery.csv",
+            caption="../report/recovery.rst",
+            category="Simulation",
+        ),
     log:
         "results/logs/recovery.log",
     conda:
@@ -98,4 +103,5 @@ rule recovery:
 
 
 ALL_TARGETS.append("results/tables/power.csv")
+ALL_TARGETS.append("results/tables/recovery.csv")
 FIGURES.append("results/figures/power.png")
