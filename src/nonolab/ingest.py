@@ -27,6 +27,7 @@ import gc
 import json
 import os
 import re
+from bisect import bisect_right
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -266,7 +267,7 @@ def _ingest_study(study_dir: str | Path, preset: Preset) -> IngestResult:
     counts: Counter[str] = Counter()
     by_type: Counter[str] = Counter()
     ignored: Counter[str] = Counter()
-    ev_rows: list[dict[str, Any]] = []
+    ev_cols: dict[str, list[Any]] = {c: [] for c in _columns("events")}
     att_rows: list[dict[str, Any]] = []
     part_rows: list[dict[str, Any]] = []
     rating_rows: list[dict[str, Any]] = []
@@ -294,7 +295,8 @@ def _ingest_study(study_dir: str | Path, preset: Preset) -> IngestResult:
         for typ, n in res["ignored"].items():
             ignored[typ] += n
         counts["events_used"] += res["n_used"]
-        ev_rows += res["events"]
+        for c, vals in res["events"].items():
+            ev_cols[c] += vals
         att_rows += res["attempts"]
         part_rows.append(res["participant"])
         rating_rows += res["ratings"]
@@ -309,7 +311,7 @@ def _ingest_study(study_dir: str | Path, preset: Preset) -> IngestResult:
         pids = {r["participant_id"] for r in part_rows}
         ledger.rows += check_coded_themes(coded, pids, known, themes["coded_responses"])
     tables = {
-        "events": _events_frame(ev_rows),
+        "events": _events_frame_from_columns(ev_cols),
         "attempts": pd.DataFrame(att_rows, columns=_columns("attempts")),
         "participants": pd.DataFrame(part_rows, columns=_columns("participants")),
         "ratings": pd.DataFrame(rating_rows, columns=_columns("ratings")),
@@ -489,6 +491,7 @@ def _ingest_participant(
         ledger.add("participant", rel, pid, "no post-survey: final ratings missing", "kept")
     t0 = ss.t
     hashes = {q: hash_of[q] if hash_of else puzzles[q].hash for q in queue}
+    sizes = {q: (puzzles[q].height, puzzles[q].width) for q in queue}
     boards = {}
     for k, q in enumerate(queue, start=1):
         p = puzzles[q]
@@ -517,7 +520,7 @@ def _ingest_participant(
         elif e.t >= bounds[-1]:
             phase, order = "post", None
         else:
-            order = next(k for k in range(1, n_per + 1) if e.t < bounds[k])
+            order = bisect_right(bounds, e.t)  # bounds[order - 1] <= t < bounds[order]
             phase = "puzzle"
         qid = queue[order - 1] if order else None
         puz = puzzles[qid] if qid else None
@@ -543,7 +546,7 @@ def _ingest_participant(
                 ledger.add("line", where, pid, f"{e.type} outside a puzzle window ({phase})")
                 excluded.add(e.line_no)
                 continue
-            if f["r"] >= puz.height or f["c"] >= puz.width:
+            if f["r"] >= sizes[qid][0] or f["c"] >= sizes[qid][1]:
                 ledger.add(
                     "line",
                     where,
@@ -751,7 +754,7 @@ def _ingest_participant(
         "logic_experience_json": json.dumps(pre_ans.get("logic_experience")),
     } | items
     return {
-        "events": rows,
+        "events": {c: [r.get(c) for r in rows] for c in _columns("events")},
         "attempts": attempts,
         "ratings": ratings,
         "texts": texts,
@@ -867,6 +870,14 @@ def _types(prop: dict[str, Any]) -> tuple[str, bool]:
     nullable = "null" in ts
     main = [x for x in ts if x != "null"]
     return (main[0] if main else "string"), nullable
+
+
+def _events_frame_from_columns(cols: dict[str, list[Any]]) -> pd.DataFrame:
+    """Return the events frame of column lists (None = missing), as :func:`_events_frame`
+    builds it from row dicts (a missing key there is a missing value here)."""
+    if not cols or not any(len(v) for v in cols.values()):
+        return _events_frame([])
+    return pd.DataFrame(cols)[_columns("events")]
 
 
 def _events_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
