@@ -138,6 +138,18 @@ def _narrow(events: pd.DataFrame) -> pd.DataFrame:
     return ev.sort_values(["participant_id", "order", "seq"], kind="stable")
 
 
+def _pauses(inter: pd.DataFrame, threshold_s: float) -> pd.DataFrame:
+    """Return the interaction lines that end a gap ``>= threshold_s`` (as
+    :func:`interaction_gaps` forms gaps, from the narrowed, de-duplicated lines)."""
+    inter = inter.sort_values([*KEYS, "us"], kind="stable")
+    us = inter["us"].to_numpy(dtype=np.int64)
+    pid = inter["participant_id"].to_numpy(dtype=object)
+    order = inter["order"].to_numpy(dtype=object)
+    same = (pid[1:] == pid[:-1]) & (order[1:] == order[:-1])
+    pause = same & (np.diff(us) / 1e6 >= threshold_s)
+    return inter.iloc[1:][pause]
+
+
 def _count(frame: pd.DataFrame) -> pd.Series:
     return frame.groupby(KEYS).size()
 
@@ -174,8 +186,7 @@ def attempt_features(
         sub = fills.iloc[idx]
         wrong[idx] = sols[h][sub["r"].to_numpy(int), sub["c"].to_numpy(int)] == 0
     n_errors = _count(fills[wrong])
-    gaps = interaction_gaps(tables["events"])
-    n_pauses = _count(gaps[gaps["gap_s"] >= threshold_s])
+    n_pauses = _count(_pauses(inter, threshold_s))
     boards = _final_boards(ev[ev["type"].isin(["move", "drag", "undo", "reset"])], attempts, sols)
 
     out = attempts[["participant_id", "puzzle_id", "puzzle_hash", "order", "solved"]].copy()
