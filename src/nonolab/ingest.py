@@ -362,7 +362,8 @@ def _ingest_study(study_dir: str | Path, preset: Preset) -> IngestResult:
 
 
 #: Studies with at least this many log files are read by a pool of worker processes (one per
-#: available CPU), each file independently; smaller ones in this process.
+#: available CPU, at most 8, or ``NONOLAB_INGEST_WORKERS``; 1 = no pool), each file
+#: independently; smaller ones in this process.
 PARALLEL_MIN_FILES = 200
 
 
@@ -400,7 +401,7 @@ def _read_sources(
     """Yield :func:`_read_source` of every source, in order (in parallel for many files)."""
     work = partial(_read_source, by_label=by_label, hash_of=hash_of, n_per=n_per)
     n_cpu = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    n_workers = min(n_cpu or 1, 8)
+    n_workers = int(os.environ.get("NONOLAB_INGEST_WORKERS") or min(n_cpu or 1, 8))
     if n_workers < 2 or len(sources) < PARALLEL_MIN_FILES:
         yield from map(work, sources)
         return
