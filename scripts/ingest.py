@@ -2,7 +2,11 @@
 
 import json
 import logging
+import os
 from pathlib import Path
+
+# Large studies are read by a process pool: use exactly the cores Snakemake booked for the rule.
+os.environ["NONOLAB_INGEST_WORKERS"] = str(snakemake.threads)
 
 from nonolab.ingest import ingest_study, write_ingest
 from nonolab.study import load_preset

@@ -31,7 +31,7 @@ rule ingest:
         "results/logs/ingest.log",
     conda:
         "../../envs/nonolab.yaml"
-    threads: 1
+    threads: 4  # large studies: one log-reading process per thread (scaled down to --cores)
     resources:
         mem_mb=2000,
         runtime=10,
