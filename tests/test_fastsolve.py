@@ -148,11 +148,21 @@ def test_solver_options_do_not_change_answers():
     for _ in range(5):
         g = [[int(rng.random() < 0.5) for _ in range(12)] for _ in range(12)]
         p = Puzzle.from_grid(g)
-        a = solve(p, probing=False)
-        b = solve(p, probing=False, solver_options={})
+        a = solve(p, probing=False, solver="cadical195")
+        b = solve(p, probing=False, solver="cadical195", solver_options={})
         c = solve(p, probing=False, solver="glucose4")
-        assert a.status == b.status == c.status
-        assert satisfies(p, a.grid) and satisfies(p, b.grid) and satisfies(p, c.grid)
+        d = solve(p, probing=False)  # "auto": MiniSat 2.2 on a small puzzle
+        assert d.counts.get("minisat", 1) == 1 and a.counts.get("minisat", 0) == 0
+        assert a.status == b.status == c.status == d.status
+        assert all(satisfies(p, r.grid) for r in (a, b, c, d))
+
+
+def test_auto_solver_by_unknown_cells():
+    from nonolab.fastsolve import AUTO_SMALL_MAX_UNKNOWN, resolve_solver
+
+    assert resolve_solver("auto", AUTO_SMALL_MAX_UNKNOWN) == "minisat22"
+    assert resolve_solver("auto", AUTO_SMALL_MAX_UNKNOWN + 1) == "cadical195"
+    assert resolve_solver("glucose4", 10) == "glucose4"
 
 
 def test_cube_and_conquer_agrees_with_brute_force():

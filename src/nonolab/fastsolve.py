@@ -9,8 +9,10 @@ Pipeline of :func:`solve`:
    known cells (:func:`nonolab.linesolver.line_placements`), and known cells become unit
    clauses (order encoding by default; any registered encoding is accepted and then given the
    whole puzzle plus the units);
-4. solve with a python-sat solver (CaDiCaL 1.9.5 by default), then prove uniqueness on the same
-   solver instance by blocking the model over the unknown cell variables and solving again.
+4. solve with a python-sat solver (``"auto"`` by default: MiniSat 2.2 when at most
+   :data:`AUTO_SMALL_MAX_UNKNOWN` cells are unknown, else CaDiCaL 1.9.5), then prove uniqueness
+   on the same solver instance by blocking the model over the unknown cell variables and
+   solving again.
 
 A propagation/probing fixpoint that is complete is the unique solution (both steps only set
 cells forced in every solution). Every grid returned is checked against the clues first.
@@ -50,6 +52,15 @@ AUTO_PROBE_MIN_UNKNOWN = 2500
 #: no bounded variable elimination. On two disjoint 40-puzzle samples of TAAI 2011 this cut
 #: conflicts 2.5-3x and time ~3x against the defaults (docs/decisions.md).
 CADICAL_OPTIONS: dict[str, int] = {"stabilizeonly": 1, "elim": 0}
+
+#: ``solver="auto"`` uses :data:`AUTO_SMALL_SOLVER` when at most this many cells are unknown
+#: before SAT (every 25x25 puzzle), else :data:`AUTO_LARGE_SOLVER`. On TAAI 2011 MiniSat 2.2
+#: was ~1.3-1.4x faster overall than CaDiCaL 1.9.5 with :data:`CADICAL_OPTIONS`
+#: (docs/decisions.md); problems with many unknown cells (Knotty, density-0.5 112x112) keep
+#: CaDiCaL, where MiniSat was not measured.
+AUTO_SMALL_MAX_UNKNOWN = 1000
+AUTO_SMALL_SOLVER = "minisat22"
+AUTO_LARGE_SOLVER = "cadical195"
 
 STATUSES = ("unique", "multiple", "unsat", "unknown")
 
@@ -177,7 +188,7 @@ def solve(
     puzzle: Puzzle,
     *,
     encoding: str = "order",
-    solver: str = "cadical195",
+    solver: str = "auto",
     probing: bool | str = "auto",
     timeout_s: float | None = None,
     conflict_budget: int | None = None,
@@ -188,7 +199,8 @@ def solve(
     """Solve ``puzzle`` with the hybrid pipeline (see the module docstring); return a
     :class:`SolveResult` (times in seconds).
 
-    ``encoding``: CNF for the remaining problem; ``solver``: python-sat solver name;
+    ``encoding``: CNF for the remaining problem; ``solver``: python-sat solver name, or
+    ``"auto"`` (default; see :func:`resolve_solver`);
     ``probing``: run single-cell probing after propagation (bounded by ``probe_limit_s`` seconds
     when given, and by ``timeout_s``); ``"auto"`` (default) probes only when at least
     :data:`AUTO_PROBE_MIN_UNKNOWN` cells are still unknown after propagation (large puzzles,
@@ -290,6 +302,9 @@ def _solve(
     times["encode_s"] = time.perf_counter() - t
     counts["n_vars"] = enc.nvars
     counts["n_clauses"] = len(enc.clauses)
+    n_unknown = counts["n_cells"] - state.n_known()
+    solver = resolve_solver(solver, n_unknown)
+    counts["minisat"] = int(solver == "minisat22")
     t = time.perf_counter()
     with _new_solver(solver, enc.clauses, solver_options) as s:
         ok = _solve_limited(s, clock, conflict_budget)
@@ -324,6 +339,15 @@ def _solve(
         return SolveResult("unique", grid=grid)
 
 
+def resolve_solver(name: str, n_unknown: int) -> str:
+    """Return the python-sat solver to use: ``name``, or for ``"auto"``
+    :data:`AUTO_SMALL_SOLVER` when ``n_unknown`` (cells unknown before SAT) is at most
+    :data:`AUTO_SMALL_MAX_UNKNOWN`, else :data:`AUTO_LARGE_SOLVER`."""
+    if name != "auto":
+        return name
+    return AUTO_SMALL_SOLVER if n_unknown <= AUTO_SMALL_MAX_UNKNOWN else AUTO_LARGE_SOLVER
+
+
 def _new_solver(
     name: str, clauses: list[list[int]], options: dict[str, int] | None = None
 ) -> Solver:
@@ -332,7 +356,8 @@ def _new_solver(
     For CaDiCaL 1.9.5 the ``options`` (default :data:`CADICAL_OPTIONS`) are set first, then the
     clauses go straight to the extension's ``add_cl`` (python-sat's per-clause Python wrapper
     otherwise costs as much as the solving on 25x25 puzzles; see docs/decisions.md); other
-    solvers use ``bootstrap_with`` and ignore ``options``.
+    solvers ignore ``options``; MiniSat 2.2 is loaded through ``minisat22_add_cl`` the same way,
+    the others with ``bootstrap_with``.
     """
     if name in ("cadical195", "cd195", "cd19", "cdl195", "cdl19"):
         s = Solver(name=name)
@@ -349,6 +374,19 @@ def _new_solver(
             return s
         if not all(list(map(add, itertools.repeat(handle, len(clauses)), clauses))):
             s.solver.status = False  # an added clause made the formula trivially false
+        return s
+    if name in ("minisat22", "msat22", "m22"):
+        s = Solver(name=name)
+        try:
+            import pysolvers
+
+            handle = s.solver.minisat
+            add = pysolvers.minisat22_add_cl
+        except (ImportError, AttributeError):
+            s.append_formula(clauses)
+            return s
+        if not all(list(map(add, itertools.repeat(handle, len(clauses)), clauses))):
+            s.solver.status = False
         return s
     return Solver(name=name, bootstrap_with=clauses)
 
@@ -384,6 +422,7 @@ def _cube_worker(args: tuple) -> dict[str, Any]:
         return {"status": "unknown", "grids": [], "time_s": 0.0}
     state = GridState.from_cells(cells)
     enc = remaining_encoding(puzzle, state, encoding)
+    solver = resolve_solver(solver, len(state.unknown_cells()))
     clock = _Clock(remaining_s)
     grids: list[Grid] = []
     with _new_solver(solver, enc.clauses, options) as s:
