@@ -508,7 +508,9 @@ def solve_cubes(
     t = time.perf_counter()
     grids: list[Grid] = []
     undecided = 0
-    ctx = mp.get_context("fork")
+    # spawn, not fork: a forked child can inherit locks held by the parent's threads (BLAS,
+    # Arrow) and hang; worker start-up (~1 s) is small next to a hard puzzle's cube search.
+    ctx = mp.get_context("spawn")
     with ctx.Pool(processes=jobs) as pool:
         for res in pool.imap_unordered(_cube_worker, work):
             for g in res["grids"]:
