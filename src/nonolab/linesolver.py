@@ -335,65 +335,49 @@ def propagate(
             st.sweeps += 1
             todo = sorted(drow)
             drow.clear()
-            for r in todo:
-                f, e = rf[r], re_[r]
-                st.line_solves += 1
-                res = solve_line(rows[r], w, f, e)
-                if res is None:
-                    raise Contradiction(f"row {r}")
-                nf, ne = res
-                if nf != f or ne != e:
-                    st.line_updates += 1
-                    rf[r], re_[r] = nf, ne
-                    bit = 1 << r
-                    d = nf ^ f
-                    st.cells_set += d.bit_count()
-                    while d:
-                        low = d & -d
-                        c = low.bit_length() - 1
-                        cf[c] |= bit
-                        dcol.add(c)
-                        d ^= low
-                    d = ne ^ e
-                    st.cells_set += d.bit_count()
-                    while d:
-                        low = d & -d
-                        c = low.bit_length() - 1
-                        ce[c] |= bit
-                        dcol.add(c)
-                        d ^= low
+            _sweep(todo, rows, w, rf, re_, cf, ce, dcol, "row", st)
         if dcol:
             st.sweeps += 1
             todo = sorted(dcol)
             dcol.clear()
-            for c in todo:
-                f, e = cf[c], ce[c]
-                st.line_solves += 1
-                res = solve_line(cols[c], h, f, e)
-                if res is None:
-                    raise Contradiction(f"column {c}")
-                nf, ne = res
-                if nf != f or ne != e:
-                    st.line_updates += 1
-                    cf[c], ce[c] = nf, ne
-                    bit = 1 << c
-                    d = nf ^ f
-                    st.cells_set += d.bit_count()
-                    while d:
-                        low = d & -d
-                        r = low.bit_length() - 1
-                        rf[r] |= bit
-                        drow.add(r)
-                        d ^= low
-                    d = ne ^ e
-                    st.cells_set += d.bit_count()
-                    while d:
-                        low = d & -d
-                        r = low.bit_length() - 1
-                        re_[r] |= bit
-                        drow.add(r)
-                        d ^= low
+            _sweep(todo, cols, h, cf, ce, rf, re_, drow, "column", st)
     return state
+
+
+def _sweep(
+    todo: list[int],
+    clues: tuple,
+    length: int,
+    own_f: list[int],
+    own_e: list[int],
+    cross_f: list[int],
+    cross_e: list[int],
+    cross_dirty: set[int],
+    kind: str,
+    st: PropagationStats,
+) -> None:
+    """Line-solve lines ``todo`` of one direction (rows or columns) in place: update their
+    filled/empty bit sets, mirror every newly known cell into the crossing lines' bit sets and
+    mark those lines dirty. Raises :class:`Contradiction` naming the first impossible line."""
+    for i in todo:
+        f, e = own_f[i], own_e[i]
+        st.line_solves += 1
+        res = solve_line(clues[i], length, f, e)
+        if res is None:
+            raise Contradiction(f"{kind} {i}")
+        nf, ne = res
+        if nf != f or ne != e:
+            st.line_updates += 1
+            own_f[i], own_e[i] = nf, ne
+            bit = 1 << i
+            for d, cross in ((nf ^ f, cross_f), (ne ^ e, cross_e)):
+                st.cells_set += d.bit_count()
+                while d:
+                    low = d & -d
+                    j = low.bit_length() - 1
+                    cross[j] |= bit
+                    cross_dirty.add(j)
+                    d ^= low
 
 
 def _assume(puzzle: Puzzle, state: GridState, r: int, c: int, value: int) -> GridState | None:
