@@ -69,14 +69,10 @@ def _nfa(clue: Clue) -> tuple[int, int, int, int, int, int]:
     return m, one_t, one_t >> 1, zero_t, zero_t >> 1, loop
 
 
-def solve_line(clue: Clue, n: int, fill: int, empty: int) -> tuple[int, int] | None:
-    """Return the ``(fill, empty)`` masks of a line after adding every forced cell.
-
-    ``clue``: block lengths; ``n``: line length; ``fill``/``empty``: bit masks of the cells known
-    filled/empty (bit i = cell i). Returns ``None`` when no completion is consistent with the
-    known cells (a contradiction). The result masks are supersets of the inputs.
-    """
-    m, one_t, one_s, zero_t, zero_s, loop = _nfa(clue)
+def _forward(clue: Clue, n: int, fill: int, empty: int) -> list[int] | None:
+    """Return the forward NFA state sets (bit sets, ``fwd[i]`` = states after ``i`` cells) of a
+    line consistent with the known cells, or None when no completion reaches the accept state."""
+    m, one_t, _one_s, zero_t, _zero_s, loop = _nfa(clue)
     allt = one_t | zero_t
     fwd = [0] * (n + 1)
     s = 1
@@ -93,6 +89,20 @@ def solve_line(clue: Clue, n: int, fill: int, empty: int) -> tuple[int, int] | N
             return None
         fwd[i + 1] = s
     if not (s >> m) & 1:
+        return None
+    return fwd
+
+
+def solve_line(clue: Clue, n: int, fill: int, empty: int) -> tuple[int, int] | None:
+    """Return the ``(fill, empty)`` masks of a line after adding every forced cell.
+
+    ``clue``: block lengths; ``n``: line length; ``fill``/``empty``: bit masks of the cells known
+    filled/empty (bit i = cell i). Returns ``None`` when no completion is consistent with the
+    known cells (a contradiction). The result masks are supersets of the inputs.
+    """
+    m, one_t, one_s, zero_t, zero_s, loop = _nfa(clue)
+    fwd = _forward(clue, n, fill, empty)
+    if fwd is None:
         return None
     bwd = 1 << m
     new_fill = fill
@@ -126,20 +136,8 @@ def line_placements(clue: Clue, n: int, fill: int, empty: int) -> list[list[int]
     empty clue that is consistent.
     """
     m, one_t, one_s, zero_t, zero_s, loop = _nfa(clue)
-    allt = one_t | zero_t
-    fwd = [0] * (n + 1)
-    s = 1
-    fwd[0] = 1
-    for i in range(n):
-        bit = 1 << i
-        if fill & bit:
-            s = (s << 1) & one_t
-        elif empty & bit:
-            s = ((s << 1) & zero_t) | (s & loop)
-        else:
-            s = ((s << 1) & allt) | (s & loop)
-        fwd[i + 1] = s
-    if not (s >> m) & 1:
+    fwd = _forward(clue, n, fill, empty)
+    if fwd is None:
         return None
     bwd = [0] * (n + 1)
     b = 1 << m
