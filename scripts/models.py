@@ -1,10 +1,9 @@
 """Snakemake entry point of rule `behaviour_models`: behaviour ~ SAT metric crossed-random-effects
 LMMs (METHODS 9) under the corrected and, when available, the published alignment."""
 
-import os
+from nonolab.threads import limit_blas_threads
 
-for _v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
-    os.environ.setdefault(_v, str(snakemake.threads))
+limit_blas_threads(snakemake.threads)
 
 import logging  # noqa: E402
 

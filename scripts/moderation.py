@@ -1,10 +1,9 @@
 """Snakemake entry point of rule `moderation`: final difficulty ~ metric x expertise with crossed
 random intercepts, simple slopes at expertise -1/0/+1 SD (METHODS 9), both alignments."""
 
-import os
+from nonolab.threads import limit_blas_threads
 
-for _v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
-    os.environ.setdefault(_v, str(snakemake.threads))
+limit_blas_threads(snakemake.threads)
 
 import logging  # noqa: E402
 

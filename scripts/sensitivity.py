@@ -1,10 +1,9 @@
 """Snakemake entry point of rule `threshold_sensitivity`: pause counts recomputed from the
 within-puzzle gaps at each configured threshold; pause summaries and pauses ~ metric LMMs."""
 
-import os
+from nonolab.threads import limit_blas_threads
 
-for _v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
-    os.environ.setdefault(_v, str(snakemake.threads))
+limit_blas_threads(snakemake.threads)
 
 import json  # noqa: E402
 import logging  # noqa: E402
