@@ -78,6 +78,23 @@ def test_jobs_and_plain_method_agree(tmp_path, capsys):
     ]
     assert [r["status"] for r in r1] == [r["status"] for r in r3]
     assert all(r["method"] == "plain" and r["encoding"] == "block_start" for r in r3)
+    assert all(r["solver"] == "cadical195" for r in r3)
+
+
+def test_default_solver_is_auto_and_reported(tmp_path, capsys):
+    """Hybrid defaults to ``auto``: the record names the solver that ran (MiniSat 2.2 on a
+    25x25 random puzzle left to SAT; ``auto`` when propagation alone decided)."""
+    path, puzzles = _taai_file(tmp_path, n=3, seed=5)
+    _, out = _run(capsys, ["solve", "--json", str(path)])
+    recs = [json.loads(x) for x in out.splitlines()]
+    for r in recs:
+        if r["cells_by_propagation"] + r["cells_by_probing"] < r["n_cells"]:
+            assert r["solver"] == "minisat22"
+        else:
+            assert r["solver"] == "auto"
+    assert any(r["solver"] == "minisat22" for r in recs)
+    _, out = _run(capsys, ["solve", "--json", "--solver", "cadical195", str(path)])
+    assert {json.loads(x)["solver"] for x in out.splitlines()} <= {"cadical195"}
 
 
 def test_bad_file_is_a_clear_error(tmp_path, capsys):

@@ -74,7 +74,8 @@ class SolveResult:
     per phase (``propagate_s``, ``probe_s``, ``encode_s``, ``solve_s``, ``uniqueness_s``,
     ``total_s``) and ``time_to_first_s`` (until the first solution was known); ``counts``:
     cells known after propagation/probing, CNF size, solver statistics; ``reason``: why the
-    status is ``unknown``/``unsat``.
+    status is ``unknown``/``unsat``; ``solver``: the python-sat solver that ran (None when
+    logic alone decided).
     """
 
     status: str
@@ -83,6 +84,7 @@ class SolveResult:
     times: dict[str, float] = field(default_factory=dict)
     counts: dict[str, int] = field(default_factory=dict)
     reason: str | None = None
+    solver: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
         """Return a JSON-ready dict (grids as ``#``/``.`` row strings)."""
@@ -93,6 +95,8 @@ class SolveResult:
         if self.second_grid is not None:
             d["second_grid"] = grid_to_strings(self.second_grid)
         d["time_s"] = self.times.get("total_s")
+        if self.solver is not None:
+            d["solver"] = self.solver
         d.update(self.times)
         d.update(self.counts)
         if self.reason:
@@ -221,6 +225,7 @@ def solve(
         "uniqueness_s": 0.0,
     }
     counts: dict[str, int] = {"n_cells": puzzle.height * puzzle.width}
+    info: dict[str, str] = {}
     res = _solve(
         puzzle,
         solver_options,
@@ -233,10 +238,12 @@ def solve(
         probe_limit_s,
         times,
         counts,
+        info,
     )
     times["total_s"] = time.perf_counter() - clock.t0
     res.times = times
     res.counts = counts
+    res.solver = info.get("solver")
     return res
 
 
@@ -252,6 +259,7 @@ def _solve(
     probe_limit_s: float | None,
     times: dict[str, float],
     counts: dict[str, int],
+    info: dict[str, str],
 ) -> SolveResult:
     t = time.perf_counter()
     pst = PropagationStats()
@@ -304,6 +312,7 @@ def _solve(
     counts["n_clauses"] = len(enc.clauses)
     n_unknown = counts["n_cells"] - state.n_known()
     solver = resolve_solver(solver, n_unknown)
+    info["solver"] = solver
     counts["minisat"] = int(solver == "minisat22")
     t = time.perf_counter()
     with _new_solver(solver, enc.clauses, solver_options) as s:

@@ -23,18 +23,21 @@ def solve_record(
     *,
     method: str = "hybrid",
     encoding: str = "order",
-    solver: str = "cadical195",
+    solver: str | None = None,
     timeout_s: float | None = None,
     probing: bool | None = None,
 ) -> dict[str, Any]:
     """Return one puzzle's result as a JSON-ready dict.
 
     Keys: ``label``, ``puzzle_hash``, ``height``, ``width``, ``method``, ``encoding``,
-    ``solver``, ``status`` (unique | multiple | unsat | unknown), ``grid`` (row strings or
+    ``solver`` (the one used: ``solver``, or by default ``auto`` resolved by
+    :func:`nonolab.fastsolve.resolve_solver` for hybrid and ``cadical195`` for plain), ``status`` (unique | multiple | unsat | unknown), ``grid`` (row strings or
     None), ``second_grid`` (when multiple), ``time_s`` (wall seconds for this puzzle), the
     phase times in seconds (hybrid: ``propagate_s``, ``probe_s``, ``encode_s``, ``solve_s``,
     ``uniqueness_s``, ``time_to_first_s``) and counts.
     """
+    if solver is None:
+        solver = "auto" if method == "hybrid" else "cadical195"
     rec: dict[str, Any] = {
         "label": puzzle.label,
         "puzzle_hash": puzzle.hash,
@@ -50,6 +53,8 @@ def solve_record(
         kw: dict[str, Any] = {} if probing is None else {"probing": probing}
         res = solve(puzzle, encoding=encoding, solver=solver, timeout_s=timeout_s, **kw)
         rec.update(res.as_dict())
+        if res.solver is not None:
+            rec["solver"] = res.solver
         return rec
     if method == "plain":
         from nonolab.solvers import uniqueness
@@ -151,7 +156,14 @@ def register(sub: argparse._SubParsersAction) -> None:
         default=None,
         help="CNF encoding (default: order for hybrid, block_start for plain)",
     )
-    p.add_argument("--solver", default="cadical195", help="python-sat solver (default cadical195)")
+    p.add_argument(
+        "--solver",
+        default=None,
+        help=(
+            "python-sat solver (default: auto for hybrid, i.e. minisat22 when at most 1,000 "
+            "cells are unknown after propagation, else cadical195; cadical195 for plain)"
+        ),
+    )
     p.add_argument("--jobs", type=int, default=1, help="solve puzzles in N processes")
     p.add_argument("--timeout", type=float, default=None, help="seconds per puzzle")
     p.add_argument(
