@@ -21,6 +21,7 @@ A timeout or conflict budget that runs out gives status ``unknown``.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 import itertools
 import time
 from dataclasses import dataclass, field
@@ -358,7 +359,7 @@ def resolve_solver(name: str, n_unknown: int) -> str:
 
 
 def _new_solver(
-    name: str, clauses: list[list[int]], options: dict[str, int] | None = None
+    name: str, clauses: list[Sequence[int]], options: dict[str, int] | None = None
 ) -> Solver:
     """Return a python-sat solver loaded with ``clauses``.
 

@@ -21,7 +21,8 @@ from nonolab.puzzles import Grid, Puzzle
 class Encoding:
     """A CNF for one puzzle.
 
-    ``clauses``: list of clauses (lists of non-zero DIMACS ints), in the encoding's order.
+    ``clauses``: list of clauses (lists or tuples of non-zero DIMACS ints), in the encoding's
+    order.
     ``nvars``: highest variable used. ``height``/``width``: grid shape; cells are variables
     ``1..height*width`` in row-major order. ``name``: encoding name. ``aux``: optional map from
     a descriptive key (e.g. ``("row", i, block, start)``) to its variable, for debugging.
@@ -31,7 +32,7 @@ class Encoding:
     height: int
     width: int
     nvars: int
-    clauses: list[list[int]]
+    clauses: list[Sequence[int]]
     aux: dict[tuple, int] = field(default_factory=dict)
 
     def cell_var(self, r: int, c: int) -> int:

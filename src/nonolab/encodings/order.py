@@ -53,7 +53,7 @@ def line_clauses(
     clue: Clue,
     cells: Sequence[int],
     next_var: int,
-    clauses: list[list[int]],
+    clauses: list[Sequence[int]],
     placements: Sequence[Sequence[int]] | None = None,
 ) -> int:
     """Append the order-encoding clauses of one line to ``clauses``; return the next free var.
@@ -82,17 +82,19 @@ def line_clauses(
         v += hi[k] - lo[k]
     app = clauses.append
     ext = clauses.extend
-    # The loops below enumerate, per family, the index intervals in which each literal is a
-    # variable or a folded constant, so each clause is built once with no per-literal checks.
+    neg = [-x for x in cells]
+    # The families below enumerate the index intervals in which each literal is a variable or a
+    # folded constant, and build each interval's clauses as tuples with ``zip`` over ``range``s
+    # and slices (no per-clause Python bytecode; same clauses, same order as literal lists).
     # 1. monotonicity: X(k, p+1) -> X(k, p)
     for k in range(k_n):
-        bk = base[k]
-        ext([-(bk + p + 1), bk + p] for p in range(lo[k] + 1, hi[k]))
+        bk, lk, hk = base[k], lo[k], hi[k]
+        ext(zip(range(-(bk + lk + 2), -(bk + hk + 1), -1), range(bk + lk + 1, bk + hk)))
     # 2. forbidden starts: not (X(k, p) and not X(k, p+1))
     if allowed is not None:
         for k in range(k_n):
             bk, ak = base[k], allowed[k]
-            ext([-(bk + p), bk + p + 1] for p in range(lo[k] + 1, hi[k]) if p not in ak)
+            ext((-(bk + p), bk + p + 1) for p in range(lo[k] + 1, hi[k]) if p not in ak)
     # 3. separation: X(k, p) -> X(k+1, p + b_k + 1)
     for k in range(k_n - 1):
         gap = clue[k] + 1
@@ -102,25 +104,32 @@ def line_clauses(
         if q > hi1:
             raise ValueError(f"clue {list(clue)}: restricted placements are inconsistent")
         if q > lo1:
-            app([b1 + q])
-        ext(
-            [-(bk + p), b1 + p + gap]
-            for p in range(max(lk + 1, lo1 - gap + 1), min(hk, hi1 - gap) + 1)
-        )
-        ext([-(bk + p)] for p in range(max(lk + 1, hi1 - gap + 1), hk + 1))
+            app((b1 + q,))
+        p0, p1 = max(lk + 1, lo1 - gap + 1), min(hk, hi1 - gap)  # p in [p0, p1]
+        ext(zip(range(-(bk + p0), -(bk + p1 + 1), -1), range(b1 + p0 + gap, b1 + p1 + gap + 1)))
+        p0 = max(lk + 1, hi1 - gap + 1)
+        ext(zip(range(-(bk + p0), -(bk + hk + 1), -1)))
     # 4a. a covering block fills the cell: (not X(k, c+1) and X(k, c-b+1)) -> cell
     for k in range(k_n):
         bk, lk, hk, b = base[k], lo[k], hi[k], clue[k]
-        ext([cells[c], bk + c + 1] for c in range(lk, min(lk + b, hk)))
+        m = min(lk + b, hk)
+        ext(zip(cells[lk:m], range(bk + lk + 1, bk + m + 1)))
         if lk + b < hk:
-            ext([cells[c], bk + c + 1, -(bk + c - b + 1)] for c in range(lk + b, hk))
+            ext(
+                zip(
+                    cells[lk + b : hk],
+                    range(bk + lk + b + 1, bk + hk + 1),
+                    range(-(bk + lk + 1), -(bk + hk - b + 1), -1),
+                )
+            )
         else:
-            ext([cells[c]] for c in range(hk, lk + b))
-        ext([cells[c], -(bk + c - b + 1)] for c in range(max(lk + b, hk), hk + b))
+            ext(zip(cells[hk : lk + b]))
+        c0 = max(lk + b, hk)
+        ext(zip(cells[c0 : hk + b], range(-(bk + c0 - b + 1), -(bk + hk + 1), -1)))
     # 4b. a filled cell has some block started by it: cell -> not X(0, c+1)
     b0, l0, h0 = base[0], lo[0], hi[0]
-    ext([-cells[c]] for c in range(l0))
-    ext([-cells[c], -(b0 + c + 1)] for c in range(l0, h0))
+    ext(zip(neg[:l0]))
+    ext(zip(neg[l0:h0], range(-(b0 + l0 + 1), -(b0 + h0 + 1), -1)))
     # 4c. the last block started by c covers it:
     #     cell and not X(k, c+1) and X(k+1, c+1) -> X(k, c-b+1)
     for k in range(k_n):
@@ -136,16 +145,26 @@ def line_clauses(
         mid_hi = min(hk - 1, c_end)
         if last:
             # no X(k+1) literal: interior has [-cell, X(k, c+1), X(k, c-b+1)]
-            ext([-cells[c], bk + c + 1, bk + c - b + 1] for c in range(c0, mid_hi + 1))
+            ext(
+                zip(
+                    neg[c0 : mid_hi + 1],
+                    range(bk + c0 + 1, bk + mid_hi + 2),
+                    range(bk + c0 - b + 1, bk + mid_hi - b + 2),
+                )
+            )
             edge = range(max(c0, mid_hi + 1), c_end + 1)
         else:
             edge = [c for c in range(c0, c_end + 1) if not (mid_lo <= c <= mid_hi)]
             ext(
-                [-cells[c], bk + c + 1, -(bn + c + 1), bk + c - b + 1]
-                for c in range(mid_lo, mid_hi + 1)
+                zip(
+                    neg[mid_lo : mid_hi + 1],
+                    range(bk + mid_lo + 1, bk + mid_hi + 2),
+                    range(-(bn + mid_lo + 1), -(bn + mid_hi + 2), -1),
+                    range(bk + mid_lo - b + 1, bk + mid_hi - b + 2),
+                )
             )
         for c in edge:
-            cl = [-cells[c]]
+            cl = [neg[c]]
             if c < hk:
                 cl.append(bk + c + 1)
             if c >= ln:
@@ -172,7 +191,7 @@ def encode_order(
     over its packed feasible ranges.
     """
     h, w = puzzle.height, puzzle.width
-    clauses: list[list[int]] = []
+    clauses: list[Sequence[int]] = []
     v = h * w + 1
     for r in range(h):
         pl = None
