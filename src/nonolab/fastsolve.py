@@ -21,9 +21,9 @@ A timeout or conflict budget that runs out gives status ``unknown``.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 import itertools
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 

@@ -89,7 +89,9 @@ def line_clauses(
     # 1. monotonicity: X(k, p+1) -> X(k, p)
     for k in range(k_n):
         bk, lk, hk = base[k], lo[k], hi[k]
-        ext(zip(range(-(bk + lk + 2), -(bk + hk + 1), -1), range(bk + lk + 1, bk + hk)))
+        ext(
+            zip(range(-(bk + lk + 2), -(bk + hk + 1), -1), range(bk + lk + 1, bk + hk), strict=True)
+        )
     # 2. forbidden starts: not (X(k, p) and not X(k, p+1))
     if allowed is not None:
         for k in range(k_n):
@@ -106,30 +108,37 @@ def line_clauses(
         if q > lo1:
             app((b1 + q,))
         p0, p1 = max(lk + 1, lo1 - gap + 1), min(hk, hi1 - gap)  # p in [p0, p1]
-        ext(zip(range(-(bk + p0), -(bk + p1 + 1), -1), range(b1 + p0 + gap, b1 + p1 + gap + 1)))
+        ext(
+            zip(
+                range(-(bk + p0), -(bk + p1 + 1), -1),
+                range(b1 + p0 + gap, b1 + p1 + gap + 1),
+                strict=True,
+            )
+        )
         p0 = max(lk + 1, hi1 - gap + 1)
         ext(zip(range(-(bk + p0), -(bk + hk + 1), -1)))
     # 4a. a covering block fills the cell: (not X(k, c+1) and X(k, c-b+1)) -> cell
     for k in range(k_n):
         bk, lk, hk, b = base[k], lo[k], hi[k], clue[k]
         m = min(lk + b, hk)
-        ext(zip(cells[lk:m], range(bk + lk + 1, bk + m + 1)))
+        ext(zip(cells[lk:m], range(bk + lk + 1, bk + m + 1), strict=True))
         if lk + b < hk:
             ext(
                 zip(
                     cells[lk + b : hk],
                     range(bk + lk + b + 1, bk + hk + 1),
                     range(-(bk + lk + 1), -(bk + hk - b + 1), -1),
+                    strict=True,
                 )
             )
         else:
             ext(zip(cells[hk : lk + b]))
         c0 = max(lk + b, hk)
-        ext(zip(cells[c0 : hk + b], range(-(bk + c0 - b + 1), -(bk + hk + 1), -1)))
+        ext(zip(cells[c0 : hk + b], range(-(bk + c0 - b + 1), -(bk + hk + 1), -1), strict=True))
     # 4b. a filled cell has some block started by it: cell -> not X(0, c+1)
     b0, l0, h0 = base[0], lo[0], hi[0]
     ext(zip(neg[:l0]))
-    ext(zip(neg[l0:h0], range(-(b0 + l0 + 1), -(b0 + h0 + 1), -1)))
+    ext(zip(neg[l0:h0], range(-(b0 + l0 + 1), -(b0 + h0 + 1), -1), strict=True))
     # 4c. the last block started by c covers it:
     #     cell and not X(k, c+1) and X(k+1, c+1) -> X(k, c-b+1)
     for k in range(k_n):
@@ -150,6 +159,7 @@ def line_clauses(
                     neg[c0 : mid_hi + 1],
                     range(bk + c0 + 1, bk + mid_hi + 2),
                     range(bk + c0 - b + 1, bk + mid_hi - b + 2),
+                    strict=True,
                 )
             )
             edge = range(max(c0, mid_hi + 1), c_end + 1)
@@ -161,6 +171,7 @@ def line_clauses(
                     range(bk + mid_lo + 1, bk + mid_hi + 2),
                     range(-(bn + mid_lo + 1), -(bn + mid_hi + 2), -1),
                     range(bk + mid_lo - b + 1, bk + mid_hi - b + 2),
+                    strict=True,
                 )
             )
         for c in edge:
