@@ -428,8 +428,9 @@ def markdown(out: dict[str, Any]) -> str:
         f"on {meta['cpu_count']} CPUs; wall {meta['wall_s']:.1f} s; "
         f"versions {meta['versions']}.",
         "",
-        "Hybrid = nonolab.fastsolve.solve (propagation, auto probing, restricted order CNF, "
-        "CaDiCaL 1.9.5, uniqueness on the same instance). Times in seconds, single process.",
+        "Hybrid = nonolab.fastsolve.solve (propagation, restricted order CNF, "
+        "solver auto: MiniSat 2.2 up to 1,000 unknown cells, else CaDiCaL 1.9.5; uniqueness on "
+        "the same instance). Times in seconds, single process.",
         "",
         "| suite | n | unique | multiple | unknown | wrong | total s | to first s | worst s "
         "(puzzle) | propagate | probe | encode | solve | uniqueness |",
