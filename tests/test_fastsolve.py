@@ -48,6 +48,16 @@ def test_multiple_with_second_grid():
         assert {r.grid, r.second_grid} == {((1, 0), (0, 1)), ((0, 1), (1, 0))}
 
 
+def test_probing_is_off_by_default_and_on_request():
+    rng = random.Random(3)
+    g = [[int(rng.random() < 0.5) for _ in range(12)] for _ in range(12)]
+    p = Puzzle.from_grid(g)
+    r0, r1 = solve(p), solve(p, probing=True)
+    assert r0.counts["probed"] == 0 and r0.times["probe_s"] == 0.0
+    assert r1.counts["probed"] == 1 and r1.counts["probes"] > 0
+    assert r0.status == r1.status
+
+
 def test_unsat():
     p = Puzzle(rows=[(2,), ()], cols=[(1,), (), (1,)])
     r = solve(p)
