@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import random
+import time
 
 import pytest
 from hypothesis import given, settings
@@ -113,6 +114,25 @@ def test_status_matches_brute_force(grid, probing, encoding):
         assert r.grid == p.solution
     else:
         assert r.second_grid != r.grid and satisfies(p, r.second_grid)
+
+
+def test_minisat_timeout_interrupts_one_search():
+    """MiniSat is stopped by a timer, not sliced: a timeout does not change the search (same
+    conflicts as without one) and a search past the deadline ends near it with ``unknown``."""
+    rng = random.Random(1)
+    p = Puzzle.from_grid([[int(rng.random() < 0.5) for _ in range(35)] for _ in range(35)])
+    a = solve(p, solver="minisat22")
+    b = solve(p, solver="minisat22", timeout_s=60)
+    assert a.counts["conflicts"] > 2000  # more than one CaDiCaL-style slice
+    assert (a.status, a.counts["conflicts"]) == (b.status, b.counts["conflicts"])
+    rng = random.Random(1)
+    hard = Puzzle.from_grid([[int(rng.random() < 0.5) for _ in range(45)] for _ in range(45)])
+    t0 = time.perf_counter()
+    r = solve(hard, solver="minisat22", timeout_s=0.05)  # needs ~1 s (21,784 conflicts) here
+    assert r.status == "unknown" and "timeout" in r.reason
+    assert time.perf_counter() - t0 < 5
+    again = solve(p, solver="minisat22", timeout_s=60)  # no interrupt flag left behind
+    assert again.counts["conflicts"] == a.counts["conflicts"]
 
 
 def test_remaining_encoding_drops_solved_lines():

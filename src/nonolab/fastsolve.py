@@ -22,6 +22,7 @@ A timeout or conflict budget that runs out gives status ``unknown``.
 from __future__ import annotations
 
 import itertools
+import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -165,10 +166,43 @@ def remaining_encoding(puzzle: Puzzle, state: GridState, encoding: str = "order"
     return encode_order(puzzle, known=known, row_placements=rpl, col_placements=cpl)
 
 
-def _solve_limited(s: Solver, clock: _Clock, conflict_budget: int | None) -> bool | None:
-    """Solve with an optional wall-clock deadline and conflict budget; None = gave up."""
+#: python-sat solvers whose search can be interrupted from another thread (``interrupt()``):
+#: for them a timeout is one ``solve_limited`` call stopped by a timer, because slicing the
+#: search (below) restarts MiniSat's restart schedule at every slice and was measured to cost
+#: up to 25x more conflicts on TAAI puzzles (docs/decisions.md)
+INTERRUPTIBLE = frozenset(
+    {"minisat22", "msat22", "m22", "glucose3", "g3", "glucose4", "g4", "glucose42", "g42"}
+)
+
+
+def _solve_limited(
+    s: Solver, clock: _Clock, conflict_budget: int | None, name: str = ""
+) -> bool | None:
+    """Solve with an optional wall-clock deadline and conflict budget; None = gave up.
+
+    ``name``: the python-sat solver name; those in :data:`INTERRUPTIBLE` are stopped by a timer
+    thread at the deadline, the others (CaDiCaL 1.9.5) in slices of :data:`SLICE_CONFLICTS`.
+    """
     if clock.deadline is None and conflict_budget is None:
         return s.solve()
+    if name in INTERRUPTIBLE:
+        if conflict_budget is not None:
+            s.conf_budget(conflict_budget)
+        timer = None
+        if clock.deadline is not None:
+            remaining = clock.deadline - time.perf_counter()
+            if remaining <= 0:
+                return None
+            timer = threading.Timer(remaining, s.interrupt)
+            timer.daemon = True
+            timer.start()
+        try:
+            return s.solve_limited(expect_interrupt=timer is not None)
+        finally:
+            if timer is not None:
+                timer.cancel()
+                timer.join()  # a timer already firing finishes before the flag is cleared
+                s.clear_interrupt()
     used = 0
     while True:
         if clock.expired():
@@ -312,7 +346,7 @@ def _solve(
     counts["minisat"] = int(solver == "minisat22")
     t = time.perf_counter()
     with _new_solver(solver, enc.clauses, solver_options) as s:
-        ok = _solve_limited(s, clock, conflict_budget)
+        ok = _solve_limited(s, clock, conflict_budget, solver)
         times["solve_s"] = time.perf_counter() - t
         if ok is None:
             _stats(s, counts)
@@ -330,7 +364,7 @@ def _solve(
         t = time.perf_counter()
         unknown_vars = {r * puzzle.width + c + 1 for r, c in state.unknown_cells()}
         s.add_clause([-lit for lit in model if abs(lit) in unknown_vars])
-        ok2 = _solve_limited(s, clock, conflict_budget)
+        ok2 = _solve_limited(s, clock, conflict_budget, solver)
         times["uniqueness_s"] = time.perf_counter() - t
         _stats(s, counts)
         counts["uniqueness_checked"] = int(ok2 is not None)
@@ -435,7 +469,7 @@ def _cube_worker(args: tuple) -> dict[str, Any]:
             s.add_clause([lit])
         unknown_vars = {r * puzzle.width + c + 1 for r, c in state.unknown_cells()}
         while len(grids) < 2:
-            ok = _solve_limited(s, clock, None)
+            ok = _solve_limited(s, clock, None, solver)
             if ok is None:
                 return {"status": "unknown", "grids": grids, "time_s": time.perf_counter() - t0}
             if not ok:
