@@ -305,7 +305,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--densities", default="0.5,0.6,0.7")
     ap.add_argument("--random-count", type=int, default=2, help="puzzles per density")
     ap.add_argument("--random-size", type=int, default=112)
-    ap.add_argument("--timeout", type=float, default=60.0, help="hybrid cap per puzzle, s")
+    ap.add_argument("--timeout", type=float, default=300.0, help="hybrid cap per puzzle, s")
     ap.add_argument(
         "--random-timeouts",
         default="0.5:120,0.6:30,0.7:30",

@@ -61,6 +61,13 @@ AUTO_SMALL_MAX_UNKNOWN = 1000
 AUTO_SMALL_SOLVER = "minisat22"
 AUTO_LARGE_SOLVER = "cadical195"
 
+#: with ``fallback=True``, the first SAT attempt on a problem of more than
+#: :data:`AUTO_SMALL_MAX_UNKNOWN` unknown cells gets this many conflicts; if it finds no
+#: solution, :mod:`nonolab.hardsolve` takes over (probing clauses + Kissat, then a second
+#: solution by a 2x2 switch or solution-guided CaDiCaL). Knotty and Faase need it; 50k
+#: conflicts is ~3-7 s of CaDiCaL on 40x40-112x112 puzzles (docs/decisions.md).
+FALLBACK_AFTER_CONFLICTS = 50_000
+
 STATUSES = ("unique", "multiple", "unsat", "unknown")
 
 
@@ -231,6 +238,7 @@ def solve(
     prove_unique: bool = True,
     probe_limit_s: float | None = None,
     solver_options: dict[str, int] | None = None,
+    fallback: bool = True,
 ) -> SolveResult:
     """Solve ``puzzle`` with the hybrid pipeline (see the module docstring); return a
     :class:`SolveResult` (times in seconds).
@@ -246,7 +254,9 @@ def solve(
     solution (else a found solution is reported as ``unique`` only when logic alone found it,
     ``multiple`` never, and ``unknown``-uniqueness is marked in ``counts['uniqueness_checked']``);
     ``solver_options``: CaDiCaL options (default :data:`CADICAL_OPTIONS`; ``{}`` = CaDiCaL's
-    own defaults).
+    own defaults); ``fallback``: on problems with more than :data:`AUTO_SMALL_MAX_UNKNOWN`
+    unknown cells, give the first SAT attempt :data:`FALLBACK_AFTER_CONFLICTS` conflicts and
+    then switch to :mod:`nonolab.hardsolve` (``counts['fallback'] = 1``).
     """
     clock = _Clock(timeout_s)
     times = {
@@ -271,6 +281,7 @@ def solve(
         times,
         counts,
         info,
+        fallback,
     )
     times["total_s"] = time.perf_counter() - clock.t0
     res.times = times
@@ -292,6 +303,7 @@ def _solve(
     times: dict[str, float],
     counts: dict[str, int],
     info: dict[str, str],
+    fallback: bool = False,
 ) -> SolveResult:
     t = time.perf_counter()
     pst = PropagationStats()
@@ -344,12 +356,22 @@ def _solve(
     solver = resolve_solver(solver, n_unknown)
     info["solver"] = solver
     counts["minisat"] = int(solver == "minisat22")
+    staged = fallback and n_unknown > AUTO_SMALL_MAX_UNKNOWN
+    first_budget = conflict_budget
+    if staged:
+        first_budget = min(conflict_budget or FALLBACK_AFTER_CONFLICTS, FALLBACK_AFTER_CONFLICTS)
+    counts["fallback"] = 0
     t = time.perf_counter()
     with _new_solver(solver, enc.clauses, solver_options) as s:
-        ok = _solve_limited(s, clock, conflict_budget, solver)
+        ok = _solve_limited(s, clock, first_budget, solver)
         times["solve_s"] = time.perf_counter() - t
         if ok is None:
             _stats(s, counts)
+            if staged and not clock.expired() and first_budget != conflict_budget:
+                s.delete()
+                return _fallback(
+                    puzzle, state, enc, clock, prove_unique, times, counts, info, solver_options
+                )
             return SolveResult("unknown", reason="timeout or conflict budget (first solution)")
         if not ok:
             _stats(s, counts)
@@ -376,6 +398,69 @@ def _solve(
             second = _verified(puzzle, enc.decode(s.get_model()))
             return SolveResult("multiple", grid=grid, second_grid=second)
         return SolveResult("unique", grid=grid)
+
+
+def _fallback(
+    puzzle: Puzzle,
+    state: GridState,
+    enc: Encoding,
+    clock: _Clock,
+    prove_unique: bool,
+    times: dict[str, float],
+    counts: dict[str, int],
+    info: dict[str, str],
+    solver_options: dict[str, int] | None,
+) -> SolveResult:
+    """The :mod:`nonolab.hardsolve` stage (see there); times add to ``probe_s``, ``solve_s``
+    and ``uniqueness_s``."""
+    from nonolab.hardsolve import KISSAT, kissat_solve, probe_implications, switch_neighbour
+
+    counts["fallback"] = 1
+    info["solver"] = f"{info.get('solver', '')}+{KISSAT}"
+    t = time.perf_counter()
+    extra = probe_implications(puzzle, state, clock.deadline)
+    times["probe_s"] += time.perf_counter() - t
+    if extra is None:
+        return SolveResult("unknown", reason="timeout (fallback: probing clauses)")
+    counts["probe_clauses"] = len(extra)
+    clauses = list(enc.clauses) + extra
+    t = time.perf_counter()
+    ok, model = kissat_solve(clauses, clock.deadline)
+    times["solve_s"] += time.perf_counter() - t
+    if ok is None:
+        return SolveResult("unknown", reason="timeout (fallback: Kissat, first solution)")
+    if not ok:
+        return SolveResult("unsat", reason="SAT solver (Kissat fallback): no solution")
+    times["time_to_first_s"] = time.perf_counter() - clock.t0
+    assert model is not None
+    grid = _verified(puzzle, enc.decode(model))
+    if not prove_unique:
+        counts["uniqueness_checked"] = 0
+        return SolveResult("unknown", grid=grid, reason="uniqueness not checked")
+    t = time.perf_counter()
+    second = switch_neighbour(puzzle, grid)
+    if second is not None:
+        times["uniqueness_s"] += time.perf_counter() - t
+        counts["uniqueness_checked"] = 1
+        counts["second_by_switch"] = 1
+        return SolveResult("multiple", grid=grid, second_grid=_verified(puzzle, second))
+    n = puzzle.height * puzzle.width
+    unknown_vars = {r * puzzle.width + c + 1 for r, c in state.unknown_cells()}
+    with _new_solver(AUTO_LARGE_SOLVER, clauses, solver_options) as s:
+        s.add_clause([-lit for lit in model if abs(lit) in unknown_vars])
+        s.set_phases([lit for lit in model if abs(lit) <= n])
+        ok2 = _solve_limited(s, clock, None, AUTO_LARGE_SOLVER)
+        times["uniqueness_s"] += time.perf_counter() - t
+        counts["uniqueness_checked"] = int(ok2 is not None)
+        if ok2 is None:
+            return SolveResult(
+                "unknown", grid=grid, reason="timeout (fallback: uniqueness, solution-guided)"
+            )
+        if ok2:
+            return SolveResult(
+                "multiple", grid=grid, second_grid=_verified(puzzle, enc.decode(s.get_model()))
+            )
+    return SolveResult("unique", grid=grid)
 
 
 def resolve_solver(name: str, n_unknown: int) -> str:
