@@ -12,7 +12,11 @@ Pipeline of :func:`solve`:
 4. solve with a python-sat solver (``"auto"`` by default: MiniSat 2.2 when at most
    :data:`AUTO_SMALL_MAX_UNKNOWN` cells are unknown, else CaDiCaL 1.9.5), then prove uniqueness
    on the same solver instance by blocking the model over the unknown cell variables and
-   solving again.
+   solving again;
+5. on a large remaining problem (more than :data:`AUTO_SMALL_MAX_UNKNOWN` unknown cells) whose
+   first CaDiCaL attempt finds no solution in :data:`FALLBACK_AFTER_CONFLICTS` conflicts, hand
+   over to :mod:`nonolab.hardsolve` (probing clauses + Kissat, then a second solution by a 2x2
+   switch or solution-guided CaDiCaL).
 
 A propagation/probing fixpoint that is complete is the unique solution (both steps only set
 cells forced in every solution). Every grid returned is checked against the clues first.
