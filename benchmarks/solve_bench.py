@@ -429,8 +429,9 @@ def markdown(out: dict[str, Any]) -> str:
         f"versions {meta['versions']}.",
         "",
         "Hybrid = nonolab.fastsolve.solve (propagation, restricted order CNF, "
-        "solver auto: MiniSat 2.2 up to 1,000 unknown cells, else CaDiCaL 1.9.5; uniqueness on "
-        "the same instance). Times in seconds, single process.",
+        "solver auto: MiniSat 2.2 up to 1,000 unknown cells, else CaDiCaL 1.9.5, and the "
+        "nonolab.hardsolve fallback (probing clauses + Kissat) after 50,000 conflicts without a "
+        "solution; uniqueness on the same instance). Times in seconds, single process.",
         "",
         "| suite | n | unique | multiple | unknown | wrong | total s | to first s | worst s "
         "(puzzle) | propagate | probe | encode | solve | uniqueness |",
