@@ -388,8 +388,7 @@ def _solve(
             counts["uniqueness_checked"] = 0
             return SolveResult("unknown", grid=grid, reason="uniqueness not checked")
         t = time.perf_counter()
-        unknown_vars = {r * puzzle.width + c + 1 for r, c in state.unknown_cells()}
-        s.add_clause([-lit for lit in model if abs(lit) in unknown_vars])
+        _block_model(s, model, state, puzzle.width)
         ok2 = _solve_limited(s, clock, conflict_budget, solver)
         times["uniqueness_s"] = time.perf_counter() - t
         _stats(s, counts)
@@ -449,9 +448,8 @@ def _fallback(
         counts["second_by_switch"] = 1
         return SolveResult("multiple", grid=grid, second_grid=_verified(puzzle, second))
     n = puzzle.height * puzzle.width
-    unknown_vars = {r * puzzle.width + c + 1 for r, c in state.unknown_cells()}
     with _new_solver(AUTO_LARGE_SOLVER, clauses, solver_options) as s:
-        s.add_clause([-lit for lit in model if abs(lit) in unknown_vars])
+        _block_model(s, model, state, puzzle.width)
         s.set_phases([lit for lit in model if abs(lit) <= n])
         ok2 = _solve_limited(s, clock, None, AUTO_LARGE_SOLVER)
         times["uniqueness_s"] += time.perf_counter() - t
@@ -492,31 +490,34 @@ def _new_solver(
         opts = CADICAL_OPTIONS if options is None else options
         if opts:
             s.solver.configure(opts)
-        try:
-            import pysolvers
-
-            handle = s.solver.cadical
-            add = pysolvers.cadical195_add_cl
-        except (ImportError, AttributeError):  # python-sat internals changed: portable path
-            s.append_formula(clauses)
-            return s
-        if not all(list(map(add, itertools.repeat(handle, len(clauses)), clauses))):
-            s.solver.status = False  # an added clause made the formula trivially false
-        return s
+        return _load_direct(s, "cadical", "cadical195_add_cl", clauses)
     if name in ("minisat22", "msat22", "m22"):
-        s = Solver(name=name)
-        try:
-            import pysolvers
-
-            handle = s.solver.minisat
-            add = pysolvers.minisat22_add_cl
-        except (ImportError, AttributeError):
-            s.append_formula(clauses)
-            return s
-        if not all(list(map(add, itertools.repeat(handle, len(clauses)), clauses))):
-            s.solver.status = False
-        return s
+        return _load_direct(Solver(name=name), "minisat", "minisat22_add_cl", clauses)
     return Solver(name=name, bootstrap_with=clauses)
+
+
+def _load_direct(s: Solver, handle_attr: str, add_fn: str, clauses: list[Sequence[int]]) -> Solver:
+    """Return ``s`` with ``clauses`` added through the extension function ``add_fn`` on the
+    solver handle ``s.solver.<handle_attr>`` (no per-clause Python wrapper); falls back to
+    ``append_formula`` if python-sat's internals changed."""
+    try:
+        import pysolvers
+
+        handle = getattr(s.solver, handle_attr)
+        add = getattr(pysolvers, add_fn)
+    except (ImportError, AttributeError):  # python-sat internals changed: portable path
+        s.append_formula(clauses)
+        return s
+    if not all(list(map(add, itertools.repeat(handle, len(clauses)), clauses))):
+        s.solver.status = False  # an added clause made the formula trivially false
+    return s
+
+
+def _block_model(s: Solver, model: Sequence[int], state: GridState, width: int) -> None:
+    """Add to ``s`` the clause excluding ``model``'s values of the cells unknown in ``state``
+    (known cells are unit clauses already)."""
+    unknown_vars = {r * width + c + 1 for r, c in state.unknown_cells()}
+    s.add_clause([-lit for lit in model if abs(lit) in unknown_vars])
 
 
 def _stats(s: Solver, counts: dict[str, int]) -> None:
@@ -556,7 +557,6 @@ def _cube_worker(args: tuple) -> dict[str, Any]:
     with _new_solver(solver, enc.clauses, options) as s:
         for lit in cube:
             s.add_clause([lit])
-        unknown_vars = {r * puzzle.width + c + 1 for r, c in state.unknown_cells()}
         while len(grids) < 2:
             ok = _solve_limited(s, clock, None, solver)
             if ok is None:
@@ -565,7 +565,7 @@ def _cube_worker(args: tuple) -> dict[str, Any]:
                 break
             model = s.get_model()
             grids.append(enc.decode(model))
-            s.add_clause([-lit for lit in model if abs(lit) in unknown_vars])
+            _block_model(s, model, state, puzzle.width)
     return {"status": "done", "grids": grids, "time_s": time.perf_counter() - t0}
 
 

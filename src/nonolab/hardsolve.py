@@ -141,20 +141,15 @@ def _line_moves(line: Sequence[int]) -> set[tuple[int, int]]:
 def switch_neighbour(puzzle: Puzzle, grid: Grid) -> Grid | None:
     """Return a different grid with the same clues obtained from ``grid`` by one 2x2 switch
     (cells (r1, c1), (r2, c2) filled and (r1, c2), (r2, c1) empty, or the reverse, all four
-    flipped), or None if there is none. The result is verified against every clue."""
+    flipped), or None if there is none. ``grid`` must satisfy the clues; the two rows and two
+    columns the switch changes are checked again, so the result satisfies every clue."""
     h, w = puzzle.height, puzzle.width
     row_mv = [_line_moves(grid[r]) for r in range(h)]
-    col_mv: list[dict[int, list[int]]] = []
-    for c in range(w):
-        d: dict[int, list[int]] = {}
-        for f, t in _line_moves([grid[r][c] for r in range(h)]):
-            d.setdefault(f, []).append(t)
-        col_mv.append(d)
-    col_sets = [{(f, t) for f, ts in d.items() for t in ts} for d in col_mv]
+    col_mv = [_line_moves([grid[r][c] for r in range(h)]) for c in range(w)]
     for r1 in range(h):
         for c1, c2 in sorted(row_mv[r1]):
-            for r2 in sorted(col_mv[c1].get(r1, ())):
-                if (c2, c1) in row_mv[r2] and (r2, r1) in col_sets[c2]:
+            for r2 in sorted(t for f, t in col_mv[c1] if f == r1):
+                if (c2, c1) in row_mv[r2] and (r2, r1) in col_mv[c2]:
                     g = [list(row) for row in grid]
                     g[r1][c1], g[r1][c2], g[r2][c2], g[r2][c1] = 0, 1, 0, 1
                     out = tuple(tuple(row) for row in g)
