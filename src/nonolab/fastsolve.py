@@ -294,21 +294,17 @@ def solve(
     return res
 
 
-def _solve(
+def _presolve(
     puzzle: Puzzle,
-    solver_options: dict[str, int] | None,
-    encoding: str,
-    solver: str,
     probing: bool,
     clock: _Clock,
-    conflict_budget: int | None,
-    prove_unique: bool,
     probe_limit_s: float | None,
     times: dict[str, float],
     counts: dict[str, int],
-    info: dict[str, str],
-    fallback: bool = False,
-) -> SolveResult:
+) -> GridState | SolveResult:
+    """Propagate (and probe, if ``probing``) ``puzzle``; return the resulting state, or the
+    final :class:`SolveResult` when logic alone decided (``unique`` or ``unsat``). Fills
+    ``propagate_s``/``probe_s`` (seconds) and the cell counts."""
     t = time.perf_counter()
     pst = PropagationStats()
     try:
@@ -320,12 +316,8 @@ def _solve(
     counts["line_solves"] = pst.line_solves
     counts["cells_by_propagation"] = state.n_known()
     counts["cells_by_probing"] = 0
-    if state.is_complete():
-        times["time_to_first_s"] = time.perf_counter() - clock.t0
-        counts["uniqueness_checked"] = 1
-        return SolveResult("unique", grid=_verified(puzzle, state.to_grid()))
     counts["probed"] = int(bool(probing))
-    if probing:
+    if probing and not state.is_complete():
         t = time.perf_counter()
         deadline = clock.deadline
         if probe_limit_s is not None:
@@ -341,10 +333,32 @@ def _solve(
         times["probe_s"] = time.perf_counter() - t
         counts["probes"] = pr.probes
         counts["cells_by_probing"] = state.n_known() - before
-        if state.is_complete():
-            times["time_to_first_s"] = time.perf_counter() - clock.t0
-            counts["uniqueness_checked"] = 1
-            return SolveResult("unique", grid=_verified(puzzle, state.to_grid()))
+    if state.is_complete():
+        times["time_to_first_s"] = time.perf_counter() - clock.t0
+        counts["uniqueness_checked"] = 1
+        return SolveResult("unique", grid=_verified(puzzle, state.to_grid()))
+    return state
+
+
+def _solve(
+    puzzle: Puzzle,
+    solver_options: dict[str, int] | None,
+    encoding: str,
+    solver: str,
+    probing: bool,
+    clock: _Clock,
+    conflict_budget: int | None,
+    prove_unique: bool,
+    probe_limit_s: float | None,
+    times: dict[str, float],
+    counts: dict[str, int],
+    info: dict[str, str],
+    fallback: bool = False,
+) -> SolveResult:
+    pre = _presolve(puzzle, probing, clock, probe_limit_s, times, counts)
+    if isinstance(pre, SolveResult):
+        return pre
+    state = pre
     if clock.expired():
         return SolveResult("unknown", reason="timeout before SAT")
     t = time.perf_counter()
@@ -596,27 +610,12 @@ def solve_cubes(
     clock = _Clock(timeout_s)
     times = {k: 0.0 for k in ("propagate_s", "probe_s", "encode_s", "solve_s", "uniqueness_s")}
     counts: dict[str, int] = {"n_cells": puzzle.height * puzzle.width, "cubes": 0}
-    t = time.perf_counter()
-    try:
-        state = propagate(puzzle)
-        times["propagate_s"] = time.perf_counter() - t
-        counts["cells_by_propagation"] = state.n_known()
-        counts["probed"] = int(bool(probing))
-        if probing and not state.is_complete():
-            t = time.perf_counter()
-            probe(puzzle, state, deadline=clock.deadline)
-            times["probe_s"] = time.perf_counter() - t
-        counts["cells_by_probing"] = state.n_known() - counts["cells_by_propagation"]
-    except Contradiction as exc:
-        out = SolveResult("unsat", reason=f"propagation/probing: {exc}")
+    pre = _presolve(puzzle, probing, clock, None, times, counts)
+    if isinstance(pre, SolveResult):
         times["total_s"] = time.perf_counter() - clock.t0
-        out.times, out.counts = times, counts
-        return out
-    if state.is_complete():
-        out = SolveResult("unique", grid=_verified(puzzle, state.to_grid()))
-        times["time_to_first_s"] = times["total_s"] = time.perf_counter() - clock.t0
-        out.times, out.counts = times, counts
-        return out
+        pre.times, pre.counts = times, counts
+        return pre
+    state = pre
     chosen = cube_cells(state, cube_vars)
     cubes = []
     for bits in range(1 << len(chosen)):

@@ -27,7 +27,7 @@ import sys
 import time
 from collections.abc import Sequence
 
-from nonolab.linesolver import EMPTY, FILLED, GridState, _assume
+from nonolab.linesolver import GridState, probe_branches
 from nonolab.puzzles import Grid, Puzzle, line_clue
 
 #: python-sat name of the solver used for the first solution
@@ -47,26 +47,25 @@ def probe_implications(
     """
     w = puzzle.width
     out: list[tuple[int, ...]] = []
-    for r, c in state.unknown_cells():
-        if deadline is not None and time.perf_counter() > deadline:
-            return None
-        var = r * w + c + 1
-        for value in (FILLED, EMPTY):
-            lit = var if value == FILLED else -var
-            branch = _assume(puzzle, state, r, c, value)
-            if branch is None:
-                out.append((-lit,))
-                continue
-            for rr in range(state.height):
-                new_f = branch.row_fill[rr] & ~state.row_fill[rr]
-                new_e = branch.row_empty[rr] & ~state.row_empty[rr]
-                for d, sign in ((new_f, 1), (new_e, -1)):
-                    while d:
-                        low = d & -d
-                        cc = low.bit_length() - 1
-                        d ^= low
-                        if rr != r or cc != c:
-                            out.append((-lit, sign * (rr * w + cc + 1)))
+    try:
+        for r, c, s1, s0 in probe_branches(puzzle, state, deadline):
+            var = r * w + c + 1
+            for lit, branch in ((var, s1), (-var, s0)):
+                if branch is None:
+                    out.append((-lit,))
+                    continue
+                for rr in range(state.height):
+                    new_f = branch.row_fill[rr] & ~state.row_fill[rr]
+                    new_e = branch.row_empty[rr] & ~state.row_empty[rr]
+                    for d, sign in ((new_f, 1), (new_e, -1)):
+                        while d:
+                            low = d & -d
+                            cc = low.bit_length() - 1
+                            d ^= low
+                            if rr != r or cc != c:
+                                out.append((-lit, sign * (rr * w + cc + 1)))
+    except TimeoutError:
+        return None
     return out
 
 

@@ -24,7 +24,7 @@ each, keeps what both branches imply and takes the other value when one branch c
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import TYPE_CHECKING
@@ -408,6 +408,25 @@ class ProbeStats:
     rounds: int = 0
 
 
+def probe_branches(
+    puzzle: Puzzle, state: GridState, deadline: float | None = None
+) -> Iterator[tuple[int, int, GridState | None, GridState | None]]:
+    """Yield ``(r, c, filled, empty)`` for each cell unknown in ``state`` (row-major, as listed
+    when the generator starts): the propagated copies of ``state`` with the cell filled and
+    empty (None for a branch that contradicts).
+
+    A cell that became known in ``state`` meanwhile (the caller may update ``state`` between
+    items) is skipped. Raises :class:`TimeoutError` when ``deadline`` (a ``time.perf_counter()``
+    value) has passed before a cell is tried.
+    """
+    for r, c in state.unknown_cells():
+        if deadline is not None and time.perf_counter() > deadline:
+            raise TimeoutError
+        if state.get(r, c) != UNKNOWN:
+            continue
+        yield r, c, _assume(puzzle, state, r, c, FILLED), _assume(puzzle, state, r, c, EMPTY)
+
+
 def probe(
     puzzle: Puzzle,
     state: GridState,
@@ -417,40 +436,35 @@ def probe(
 ) -> GridState:
     """Single-cell probing to a fixpoint; return the (in-place updated) state.
 
-    Each unknown cell is tried filled and empty with propagation. If one branch contradicts, the
-    cell takes the other value (then the state is propagated); if both do, :class:`Contradiction`
-    is raised; otherwise the cells on which both branches agree are set. Passes repeat until one
-    pass changes nothing, the state is complete, or ``deadline`` (a ``time.perf_counter()``
-    value) passes. ``state`` must already be a propagation fixpoint.
+    Each unknown cell is tried filled and empty with propagation (:func:`probe_branches`). If
+    one branch contradicts, the cell takes the other value (then the state is propagated); if
+    both do, :class:`Contradiction` is raised; otherwise the cells on which both branches agree
+    are set. Passes repeat until one pass changes nothing, the state is complete, or
+    ``deadline`` (a ``time.perf_counter()`` value) passes. ``state`` must already be a
+    propagation fixpoint.
     """
     st = stats if stats is not None else ProbeStats()
     known0 = state.n_known()
     changed = True
-    while changed and not state.is_complete():
-        changed = False
-        st.rounds += 1
-        for r, c in state.unknown_cells():
-            if deadline is not None and time.perf_counter() > deadline:
-                break
-            if state.get(r, c) != UNKNOWN:
-                continue
-            st.probes += 1
-            s1 = _assume(puzzle, state, r, c, FILLED)
-            s0 = _assume(puzzle, state, r, c, EMPTY)
-            if s1 is None and s0 is None:
-                raise Contradiction(f"cell ({r}, {c}) can be neither filled nor empty")
-            if s1 is None or s0 is None:
-                st.contradictions += 1
-                keep = s0 if s1 is None else s1
-                # the surviving branch is exactly propagate(state + forced value)
-                _replace(state, keep)
-                changed = True
-            elif _meet(state, s1, s0):
-                propagate(puzzle, state)
-                changed = True
-        else:
-            continue
-        break  # deadline
+    try:
+        while changed and not state.is_complete():
+            changed = False
+            st.rounds += 1
+            for r, c, s1, s0 in probe_branches(puzzle, state, deadline):
+                st.probes += 1
+                if s1 is None and s0 is None:
+                    raise Contradiction(f"cell ({r}, {c}) can be neither filled nor empty")
+                if s1 is None or s0 is None:
+                    st.contradictions += 1
+                    keep = s0 if s1 is None else s1
+                    # the surviving branch is exactly propagate(state + forced value)
+                    _replace(state, keep)
+                    changed = True
+                elif _meet(state, s1, s0):
+                    propagate(puzzle, state)
+                    changed = True
+    except TimeoutError:
+        pass
     st.cells_set += state.n_known() - known0
     return state
 
