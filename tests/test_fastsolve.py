@@ -196,7 +196,7 @@ def test_auto_solver_by_unknown_cells():
 
 
 def test_cube_and_conquer_agrees_with_brute_force():
-    from nonolab.fastsolve import cube_cells, solve_cubes
+    from nonolab.fastsolve import solve_cubes
 
     rng = random.Random(21)
     for _ in range(6):
@@ -208,8 +208,53 @@ def test_cube_and_conquer_agrees_with_brute_force():
         assert satisfies(p, r.grid)
         if n > 1:
             assert r.second_grid != r.grid and satisfies(p, r.second_grid)
-    s = propagate(Puzzle(rows=[(1,), (1,)], cols=[(1,), (1,)]))
-    assert cube_cells(s, 2) == [(0, 0), (0, 1)]
+
+
+def test_lookahead_cubes_partition_the_solutions():
+    """Brute force on random 6x6 puzzles: every solution lies in exactly one cube, each cube's
+    state holds its own literals, and its literals are distinct branching decisions."""
+    from nonolab.fastsolve import lookahead_cubes
+
+    rng = random.Random(8)
+    n_cubes = n_puzzles = 0
+    for _ in range(30):
+        g = [[int(rng.random() < 0.5) for _ in range(6)] for _ in range(6)]
+        p = Puzzle.from_grid(g)
+        row_options = [
+            [row for row in itertools.product((0, 1), repeat=6) if line_clue(row) == clue]
+            for clue in p.rows
+        ]
+        sols = [grid for grid in itertools.product(*row_options) if satisfies(p, grid)]
+        assert tuple(map(tuple, g)) in sols
+        st = propagate(p)
+        if st.is_complete():
+            continue
+        cubes = lookahead_cubes(p, st, 3, candidates=8)
+        n_puzzles += 1
+        n_cubes += len(cubes)
+        assert 1 <= len(cubes) <= 8
+        for grid in sols:
+            homes = [
+                lits
+                for lits, cs in cubes
+                if all(
+                    v in (-1, grid[r][c])
+                    for r, row in enumerate(cs.to_cells())
+                    for c, v in enumerate(row)
+                )
+            ]
+            assert len(homes) == 1
+        for lits, cs in cubes:
+            assert len({abs(x) for x in lits}) == len(lits)
+            for lit in lits:
+                r, c = divmod(abs(lit) - 1, 6)
+                assert cs.get(r, c) == int(lit > 0)
+    assert n_puzzles >= 10 and n_cubes >= 2 * n_puzzles  # the puzzles did branch
+    # a 2x2 with two solutions splits on one cell into two complete cubes
+    p = Puzzle(rows=[(1,), (1,)], cols=[(1,), (1,)])
+    cubes = lookahead_cubes(p, propagate(p), 3)
+    assert [lits for lits, _ in cubes] == [[1], [-1]]
+    assert all(cs.is_complete() for _, cs in cubes)
 
 
 def test_cube_and_conquer_respects_one_global_timeout():

@@ -37,12 +37,17 @@ from pysat.solvers import Solver
 from nonolab.encodings import Encoding, get_encoding
 from nonolab.encodings.order import SKIP, encode_order
 from nonolab.linesolver import (
+    EMPTY,
+    FILLED,
+    UNKNOWN,
     Contradiction,
     GridState,
     ProbeStats,
     PropagationStats,
+    _assume,
     line_placements,
     probe,
+    probe_branches,
     propagate,
 )
 from nonolab.puzzles import Grid, Puzzle, check_solution
@@ -546,15 +551,86 @@ def _stats(s: Solver, counts: dict[str, int]) -> None:
 # ---------------------------------------------------------------------------------------------
 
 
-def cube_cells(state: GridState, n: int) -> list[tuple[int, int]]:
-    """Return ``n`` unknown cells to split on: those whose row and column have the most unknown
-    cells (ties: row-major order)."""
-    h, w = state.height, state.width
-    row_u = [w - (state.row_fill[r] | state.row_empty[r]).bit_count() for r in range(h)]
-    col_u = [h - (state.col_fill[c] | state.col_empty[c]).bit_count() for c in range(w)]
-    cells = state.unknown_cells()
-    cells.sort(key=lambda rc: (-(row_u[rc[0]] + col_u[rc[1]]), rc))
-    return cells[:n]
+#: :func:`lookahead_cubes` re-scores at most this many of the root's best cells at each node
+CUBE_CANDIDATES = 48
+
+
+def _gain(state: GridState, branch: GridState) -> int:
+    """Return how many cells ``branch`` (a propagated refinement of ``state``) knows beyond it."""
+    return branch.n_known() - state.n_known()
+
+
+def lookahead_cubes(
+    puzzle: Puzzle,
+    state: GridState,
+    depth: int,
+    *,
+    candidates: int = CUBE_CANDIDATES,
+    deadline: float | None = None,
+) -> list[tuple[list[int], GridState]]:
+    """Split ``state`` (a propagation fixpoint) into disjoint cubes by lookahead; return
+    ``[(literals, cube_state)]``.
+
+    At the root every unknown cell is tried both ways with propagation
+    (:func:`nonolab.linesolver.probe_branches`) and ranked by ``(gain_filled + 1) *
+    (gain_empty + 1)`` (cells each value sets, as in march-style lookahead). At each node of
+    depth < ``depth`` the best ``candidates`` root-ranked cells still unknown there are tried
+    again; a value that contradicts forces the other one (the node's state absorbs it); a node
+    where both values of a cell contradict has no solution and yields no cube; otherwise the
+    node branches on the best-scoring cell. ``literals`` are the branching decisions (cell
+    (r, c) is variable ``r * width + c + 1``, negative = empty); ``cube_state`` is their
+    propagation, which also holds every forced cell. Every solution of ``state`` lies in exactly
+    one cube. If ``deadline`` (a ``time.perf_counter()`` value) passes during the root ranking,
+    the cells rank in row-major order.
+    """
+    w = puzzle.width
+    scores: dict[tuple[int, int], int] = {}
+    try:
+        for r, c, s1, s0 in probe_branches(puzzle, state, deadline):
+            g1 = -1 if s1 is None else _gain(state, s1)
+            g0 = -1 if s0 is None else _gain(state, s0)
+            scores[(r, c)] = (g1 + 1) * (g0 + 1)
+    except TimeoutError:
+        pass
+    ranked = sorted(state.unknown_cells(), key=lambda rc: (-scores.get(rc, 0), rc))
+    out: list[tuple[list[int], GridState]] = []
+
+    def node(s: GridState, lits: list[int], d: int) -> None:
+        if d == 0 or s.is_complete():
+            out.append((lits, s))
+            return
+        best = None
+        tried = 0
+        for r, c in ranked:
+            if tried >= candidates:
+                break
+            if s.get(r, c) != UNKNOWN:
+                continue
+            tried += 1
+            s1 = _assume(puzzle, s, r, c, FILLED)
+            s0 = _assume(puzzle, s, r, c, EMPTY)
+            if s1 is None and s0 is None:
+                return  # refuted: no solution in this node
+            if s1 is None or s0 is None:
+                s = s0 if s1 is None else s1  # forced value, kept in the node's state
+                best = None  # earlier scores were taken in a weaker state
+                if s.is_complete():
+                    out.append((lits, s))
+                    return
+                continue
+            score = (_gain(s, s1) + 1) * (_gain(s, s0) + 1)
+            if best is None or score > best[0]:
+                best = (score, r, c, s1, s0)
+        if best is None:  # nothing left to branch on among the candidates
+            out.append((lits, s))
+            return
+        _, r, c, s1, s0 = best
+        var = r * w + c + 1
+        node(s1, [*lits, var], d - 1)
+        node(s0, [*lits, -var], d - 1)
+
+    node(state, [], depth)
+    return out
 
 
 def _cube_worker(args: tuple) -> dict[str, Any]:
@@ -597,13 +673,15 @@ def solve_cubes(
     """Solve ``puzzle`` by cube-and-conquer over ``jobs`` processes; return a
     :class:`SolveResult` (times in seconds).
 
-    Propagation (and probing as in :func:`solve`) first; then ``cube_vars`` unknown cells
-    (:func:`cube_cells`) are fixed both ways, giving ``2**cube_vars`` disjoint sub-problems that
-    together cover every solution. Each is solved for up to two solutions in a worker process.
-    Two solutions in total => ``multiple`` (the remaining cubes are abandoned); exactly one
-    after every cube is exhausted => ``unique``; none => ``unsat``; a cube out of time before
-    two solutions are known => ``unknown``. ``times['solve_s']`` is the wall time of the cube
-    phase, ``time_to_first_s`` when the first solution arrived.
+    Propagation (and probing as in :func:`solve`) first; then :func:`lookahead_cubes` splits
+    the rest to depth ``cube_vars`` (at most ``2**cube_vars`` disjoint sub-problems, fewer when
+    lookahead refutes a branch, that together cover every solution; ``times['cube_s']`` is its
+    time). Each cube (its propagated state, restricted CNF and its literals) is solved for up to
+    two solutions in a worker process. Two solutions in total => ``multiple`` (the remaining
+    cubes are abandoned); exactly one after every cube is exhausted => ``unique``; none =>
+    ``unsat``; a cube out of time before two solutions are known => ``unknown``.
+    ``times['solve_s']`` is the wall time of the cube phase, ``time_to_first_s`` when the first
+    solution arrived.
     """
     import multiprocessing as mp
 
@@ -616,20 +694,21 @@ def solve_cubes(
         pre.times, pre.counts = times, counts
         return pre
     state = pre
-    chosen = cube_cells(state, cube_vars)
-    cubes = []
-    for bits in range(1 << len(chosen)):
-        cubes.append(
-            [
-                (1 if (bits >> i) & 1 else -1) * (r * puzzle.width + c + 1)
-                for i, (r, c) in enumerate(chosen)
-            ]
-        )
+    t = time.perf_counter()
+    cubes = lookahead_cubes(puzzle, state, cube_vars, deadline=clock.deadline)
+    times["cube_s"] = time.perf_counter() - t
     counts["cubes"] = len(cubes)
-    cells = state.to_cells()
+    if not cubes:
+        out = SolveResult("unsat", reason="lookahead refuted every cube")
+        times["total_s"] = time.perf_counter() - clock.t0
+        out.times, out.counts = times, counts
+        return out
     # one wall-clock deadline shared by every cube (time.time() is comparable across processes)
     deadline = None if timeout_s is None else time.time() + (clock.deadline - time.perf_counter())
-    work = [(puzzle, cells, cube, encoding, solver, deadline, solver_options) for cube in cubes]
+    work = [
+        (puzzle, cube_state.to_cells(), lits, encoding, solver, deadline, solver_options)
+        for lits, cube_state in cubes
+    ]
     t = time.perf_counter()
     grids: list[Grid] = []
     undecided = 0
