@@ -711,7 +711,7 @@ def solve_cubes(
     ]
     t = time.perf_counter()
     grids: list[Grid] = []
-    undecided = 0
+    undecided = refuted = 0
     # spawn, not fork: a forked child can inherit locks held by the parent's threads (BLAS,
     # Arrow) and hang; worker start-up (~1 s) is small next to a hard puzzle's cube search.
     ctx = mp.get_context("spawn")
@@ -724,6 +724,8 @@ def solve_cubes(
                         times["time_to_first_s"] = time.perf_counter() - clock.t0
             if res["status"] == "unknown":
                 undecided += 1
+            elif not res["grids"]:
+                refuted += 1
             if len(grids) >= 2:
                 pool.terminate()
                 break
@@ -731,6 +733,7 @@ def solve_cubes(
     times["uniqueness_s"] = 0.0
     times["total_s"] = time.perf_counter() - clock.t0
     counts["cubes_undecided"] = undecided
+    counts["cubes_refuted"] = refuted  # proved to hold no solution
     if len(grids) >= 2:
         out = SolveResult("multiple", grid=grids[0], second_grid=grids[1])
     elif undecided:
