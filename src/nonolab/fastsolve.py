@@ -37,14 +37,11 @@ from pysat.solvers import Solver
 from nonolab.encodings import Encoding, get_encoding
 from nonolab.encodings.order import SKIP, encode_order
 from nonolab.linesolver import (
-    EMPTY,
-    FILLED,
-    UNKNOWN,
     Contradiction,
     GridState,
     ProbeStats,
     PropagationStats,
-    _assume,
+    _replace,
     line_placements,
     probe,
     probe_branches,
@@ -555,11 +552,6 @@ def _stats(s: Solver, counts: dict[str, int]) -> None:
 CUBE_CANDIDATES = 48
 
 
-def _gain(state: GridState, branch: GridState) -> int:
-    """Return how many cells ``branch`` (a propagated refinement of ``state``) knows beyond it."""
-    return branch.n_known() - state.n_known()
-
-
 def lookahead_cubes(
     puzzle: Puzzle,
     state: GridState,
@@ -584,11 +576,12 @@ def lookahead_cubes(
     the cells rank in row-major order.
     """
     w = puzzle.width
+    known0 = state.n_known()
     scores: dict[tuple[int, int], int] = {}
     try:
         for r, c, s1, s0 in probe_branches(puzzle, state, deadline):
-            g1 = -1 if s1 is None else _gain(state, s1)
-            g0 = -1 if s0 is None else _gain(state, s0)
+            g1 = -1 if s1 is None else s1.n_known() - known0
+            g0 = -1 if s0 is None else s0.n_known() - known0
             scores[(r, c)] = (g1 + 1) * (g0 + 1)
     except TimeoutError:
         pass
@@ -599,26 +592,21 @@ def lookahead_cubes(
         if d == 0 or s.is_complete():
             out.append((lits, s))
             return
+        s = s.copy()  # this node's state: forced values found below are absorbed into it
+        known = s.n_known()
         best = None
-        tried = 0
-        for r, c in ranked:
-            if tried >= candidates:
-                break
-            if s.get(r, c) != UNKNOWN:
-                continue
-            tried += 1
-            s1 = _assume(puzzle, s, r, c, FILLED)
-            s0 = _assume(puzzle, s, r, c, EMPTY)
+        for r, c, s1, s0 in itertools.islice(probe_branches(puzzle, s, cells=ranked), candidates):
             if s1 is None and s0 is None:
                 return  # refuted: no solution in this node
             if s1 is None or s0 is None:
-                s = s0 if s1 is None else s1  # forced value, kept in the node's state
+                _replace(s, s0 if s1 is None else s1)  # the forced value and its propagation
+                known = s.n_known()
                 best = None  # earlier scores were taken in a weaker state
                 if s.is_complete():
                     out.append((lits, s))
                     return
                 continue
-            score = (_gain(s, s1) + 1) * (_gain(s, s0) + 1)
+            score = (s1.n_known() - known + 1) * (s0.n_known() - known + 1)
             if best is None or score > best[0]:
                 best = (score, r, c, s1, s0)
         if best is None:  # nothing left to branch on among the candidates
@@ -683,28 +671,44 @@ def solve_cubes(
     ``times['solve_s']`` is the wall time of the cube phase, ``time_to_first_s`` when the first
     solution arrived.
     """
-    import multiprocessing as mp
-
     clock = _Clock(timeout_s)
     times = {k: 0.0 for k in ("propagate_s", "probe_s", "encode_s", "solve_s", "uniqueness_s")}
     counts: dict[str, int] = {"n_cells": puzzle.height * puzzle.width, "cubes": 0}
+    out = _solve_cubes(
+        puzzle, jobs, cube_vars, encoding, solver, probing, solver_options, clock, times, counts
+    )
+    times["total_s"] = time.perf_counter() - clock.t0
+    out.times, out.counts = times, counts
+    return out
+
+
+def _solve_cubes(
+    puzzle: Puzzle,
+    jobs: int,
+    cube_vars: int,
+    encoding: str,
+    solver: str,
+    probing: bool,
+    solver_options: dict[str, int] | None,
+    clock: _Clock,
+    times: dict[str, float],
+    counts: dict[str, int],
+) -> SolveResult:
+    import multiprocessing as mp
+
     pre = _presolve(puzzle, probing, clock, None, times, counts)
     if isinstance(pre, SolveResult):
-        times["total_s"] = time.perf_counter() - clock.t0
-        pre.times, pre.counts = times, counts
         return pre
-    state = pre
     t = time.perf_counter()
-    cubes = lookahead_cubes(puzzle, state, cube_vars, deadline=clock.deadline)
+    cubes = lookahead_cubes(puzzle, pre, cube_vars, deadline=clock.deadline)
     times["cube_s"] = time.perf_counter() - t
     counts["cubes"] = len(cubes)
     if not cubes:
-        out = SolveResult("unsat", reason="lookahead refuted every cube")
-        times["total_s"] = time.perf_counter() - clock.t0
-        out.times, out.counts = times, counts
-        return out
+        return SolveResult("unsat", reason="lookahead refuted every cube")
     # one wall-clock deadline shared by every cube (time.time() is comparable across processes)
-    deadline = None if timeout_s is None else time.time() + (clock.deadline - time.perf_counter())
+    deadline = None
+    if clock.deadline is not None:
+        deadline = time.time() + (clock.deadline - time.perf_counter())
     work = [
         (puzzle, cube_state.to_cells(), lits, encoding, solver, deadline, solver_options)
         for lits, cube_state in cubes
@@ -730,17 +734,12 @@ def solve_cubes(
                 pool.terminate()
                 break
     times["solve_s"] = time.perf_counter() - t
-    times["uniqueness_s"] = 0.0
-    times["total_s"] = time.perf_counter() - clock.t0
     counts["cubes_undecided"] = undecided
     counts["cubes_refuted"] = refuted  # proved to hold no solution
     if len(grids) >= 2:
-        out = SolveResult("multiple", grid=grids[0], second_grid=grids[1])
-    elif undecided:
-        out = SolveResult("unknown", grid=grids[0] if grids else None, reason="timeout (cubes)")
-    elif grids:
-        out = SolveResult("unique", grid=grids[0])
-    else:
-        out = SolveResult("unsat", reason="every cube unsatisfiable")
-    out.times, out.counts = times, counts
-    return out
+        return SolveResult("multiple", grid=grids[0], second_grid=grids[1])
+    if undecided:
+        return SolveResult("unknown", grid=grids[0] if grids else None, reason="timeout (cubes)")
+    if grids:
+        return SolveResult("unique", grid=grids[0])
+    return SolveResult("unsat", reason="every cube unsatisfiable")

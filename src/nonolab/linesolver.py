@@ -409,17 +409,20 @@ class ProbeStats:
 
 
 def probe_branches(
-    puzzle: Puzzle, state: GridState, deadline: float | None = None
+    puzzle: Puzzle,
+    state: GridState,
+    deadline: float | None = None,
+    cells: Sequence[tuple[int, int]] | None = None,
 ) -> Iterator[tuple[int, int, GridState | None, GridState | None]]:
-    """Yield ``(r, c, filled, empty)`` for each cell unknown in ``state`` (row-major, as listed
-    when the generator starts): the propagated copies of ``state`` with the cell filled and
-    empty (None for a branch that contradicts).
+    """Yield ``(r, c, filled, empty)`` for each cell of ``cells`` (default: the cells unknown in
+    ``state``, row-major, as listed when the generator starts): the propagated copies of
+    ``state`` with the cell filled and empty (None for a branch that contradicts).
 
-    A cell that became known in ``state`` meanwhile (the caller may update ``state`` between
+    A cell known in ``state`` when its turn comes (the caller may update ``state`` between
     items) is skipped. Raises :class:`TimeoutError` when ``deadline`` (a ``time.perf_counter()``
     value) has passed before a cell is tried.
     """
-    for r, c in state.unknown_cells():
+    for r, c in state.unknown_cells() if cells is None else cells:
         if deadline is not None and time.perf_counter() > deadline:
             raise TimeoutError
         if state.get(r, c) != UNKNOWN:

@@ -34,8 +34,9 @@ def solve_record(
     :func:`nonolab.fastsolve.resolve_solver` for hybrid, with ``+kissat404`` when the
     :mod:`nonolab.hardsolve` fallback ran, and ``cadical195`` for plain), ``status`` (unique |
     multiple | unsat | unknown), ``grid`` (row strings or None), ``second_grid`` (when
-    multiple), ``time_s`` (wall seconds for this puzzle), the phase times in seconds (hybrid: ``propagate_s``, ``probe_s``, ``encode_s``, ``solve_s``,
-    ``uniqueness_s``, ``time_to_first_s``) and counts.
+    multiple), ``time_s`` (wall seconds for this puzzle), the phase times in seconds (hybrid:
+    ``propagate_s``, ``probe_s``, ``encode_s``, ``solve_s``, ``uniqueness_s``,
+    ``time_to_first_s``) and counts.
     """
     if solver is None:
         solver = "auto" if method == "hybrid" else "cadical195"
