@@ -31,9 +31,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from solve_bench import random_suite  # noqa: E402
 
-from nonolab.fastsolve import _new_solver, remaining_encoding  # noqa: E402
-from nonolab.linesolver import _assume, propagate  # noqa: E402
-from nonolab.puzzles import check_solution  # noqa: E402
+from nonolab.fastsolve import _new_solver, _verified, remaining_encoding  # noqa: E402
+from nonolab.linesolver import UNKNOWN, Contradiction, _assume, propagate  # noqa: E402
 
 
 def line_tables(clues: list[tuple[int, ...]]) -> tuple[np.ndarray, ...]:
@@ -136,17 +135,18 @@ def main() -> None:
     ap.add_argument("--out", default="results/bench/bp_frontier.json")
     args = ap.parse_args()
     puzzle, _meta = random_suite([args.density], 1, args.size, args.seed)[0]
-    h, w = puzzle.height, puzzle.width
+    w = puzzle.width
     t0 = time.perf_counter()
     tabs = (
         line_tables([tuple(c) for c in puzzle.rows]),
         line_tables([tuple(c) for c in puzzle.cols]),
     )
     st0 = propagate(puzzle)
-    solver = _new_solver("cadical195", remaining_encoding(puzzle, st0).clauses)
+    enc = remaining_encoding(puzzle, st0)
+    solver = _new_solver("cadical195", enc.clauses)
     rounds: list[list[int]] = []
     stats = {"checks": 0, "check_s": 0.0, "flips": 0}
-    found: list[list[list[int]]] = []
+    found: list = []  # the verified grid, once a check finds a model
 
     def accepted() -> list[int]:
         return [lit for r in rounds for lit in r]
@@ -158,15 +158,12 @@ def main() -> None:
         stats["checks"] += 1
         stats["check_s"] += time.perf_counter() - t
         if res:
-            m = solver.get_model()
-            grid = [[int(m[r * w + c] > 0) for c in range(w)] for r in range(h)]
-            check_solution(puzzle, grid)  # raises if the grid breaks a clue
-            found.append(grid)
+            found.append(_verified(puzzle, enc.decode(solver.get_model())))  # raises if wrong
         return res
 
     def bisect(guesses: list[int]) -> None:
         while True:
-            if found:
+            if found or time.perf_counter() - t0 > args.timeout:
                 return
             if len(guesses) == 1:
                 if check([-guesses[0]]) is False:  # both values refuted: history is wrong
@@ -188,17 +185,19 @@ def main() -> None:
             guesses = b
 
     def state_of(lits: list[int]):
-        s = st0
+        """Return the propagation of ``st0`` with every literal set, or None (contradiction)."""
+        s = st0.copy()
         for lit in lits:
             r, c = divmod(abs(lit) - 1, w)
             cur = s.get(r, c)
-            if cur == -1:
-                s = _assume(puzzle, s, r, c, int(lit > 0))
-                if s is None:
-                    return None
+            if cur == UNKNOWN:
+                s.set(r, c, int(lit > 0))
             elif cur != int(lit > 0):
                 return None
-        return s
+        try:
+            return propagate(puzzle, s)
+        except Contradiction:
+            return None
 
     msgs = None
     state = st0
@@ -212,7 +211,7 @@ def main() -> None:
         s = state
         for flat in np.argsort(-pol, axis=None)[:k]:
             r, c = divmod(int(flat), w)
-            if s.get(r, c) != -1:
+            if s.get(r, c) != UNKNOWN:
                 continue
             v = int(bel[r, c] > 0.5)
             ns = _assume(puzzle, s, r, c, v)
