@@ -5,8 +5,10 @@ from __future__ import annotations
 import json
 import random
 
+import pytest
+
 from nonolab.cli import main
-from nonolab.formats import to_taai
+from nonolab.formats import to_non, to_taai
 from nonolab.puzzles import Puzzle, grid_to_strings, satisfies
 
 
@@ -104,3 +106,29 @@ def test_bad_file_is_a_clear_error(tmp_path, capsys):
     err = capsys.readouterr().err
     assert code == 2
     assert "bad.nin" in err
+
+
+def test_hard_selects_the_fallback(tmp_path, capsys, monkeypatch):
+    """``--hard``: with a one-conflict first attempt every puzzle left to SAT goes through the
+    fallback, BP decimation by default and Kissat with ``--hard kissat``; same answers."""
+    import nonolab.fastsolve as fastsolve
+
+    monkeypatch.setattr(fastsolve, "FALLBACK_AFTER_CONFLICTS", 1)
+    monkeypatch.setattr(fastsolve, "AUTO_SMALL_MAX_UNKNOWN", 10)
+    rng = random.Random(0)
+    g = [[int(rng.random() < 0.5) for _ in range(36)] for _ in range(36)]
+    path = tmp_path / "p.non"
+    path.write_text(to_non(Puzzle.from_grid(g, label="r36")), encoding="utf-8")
+    runs = {}
+    for hard in ("bp", "kissat"):
+        _, out = _run(capsys, ["solve", "--json", "--hard", hard, str(path)])
+        runs[hard] = [json.loads(x) for x in out.splitlines()]
+    fb = [i for i, r in enumerate(runs["bp"]) if r.get("fallback")]
+    assert fb, "no puzzle reached the fallback"
+    for i in fb:
+        assert runs["bp"][i]["solver"] == "cadical195+bp"
+        assert runs["kissat"][i]["solver"] == "cadical195+kissat404"
+    assert [r["status"] for r in runs["bp"]] == [r["status"] for r in runs["kissat"]]
+    with pytest.raises(SystemExit) as exc:
+        main(["solve", "--hard", "nope", str(path)])
+    assert exc.value.code == 2 and "invalid choice: 'nope'" in capsys.readouterr().err

@@ -14,9 +14,11 @@ Pipeline of :func:`solve`:
    on the same solver instance by blocking the model over the unknown cell variables and
    solving again;
 5. on a large remaining problem (more than :data:`AUTO_SMALL_MAX_UNKNOWN` unknown cells) whose
-   first CaDiCaL attempt finds no solution in :data:`FALLBACK_AFTER_CONFLICTS` conflicts, hand
-   over to :mod:`nonolab.hardsolve` (probing clauses + Kissat, then a second solution by a 2x2
-   switch or solution-guided CaDiCaL).
+   first CaDiCaL attempt finds no solution in :data:`FALLBACK_AFTER_CONFLICTS` conflicts, the
+   fallback: by default (``hard="bp"``) belief-propagation decimation checked by CaDiCaL
+   (:mod:`nonolab.bpsolve`) for up to :data:`BP_LIMIT_S` seconds, then (or with
+   ``hard="kissat"`` at once) :mod:`nonolab.hardsolve` (probing clauses + Kissat); a second
+   solution by a 2x2 switch or solution-guided CaDiCaL.
 
 A propagation/probing fixpoint that is complete is the unique solution (both steps only set
 cells forced in every solution). Every grid returned is checked against the clues first.
@@ -73,6 +75,16 @@ AUTO_LARGE_SOLVER = "cadical195"
 #: solution by a 2x2 switch or solution-guided CaDiCaL). Knotty and Faase need it; 50k
 #: conflicts is ~3-7 s of CaDiCaL on 40x40-112x112 puzzles (docs/decisions.md).
 FALLBACK_AFTER_CONFLICTS = 50_000
+
+#: the fallback's methods for a first solution (``hard``): ``bp`` = BP decimation checked by
+#: CaDiCaL (:mod:`nonolab.bpsolve`) for up to :data:`BP_LIMIT_S` seconds, then Kissat;
+#: ``kissat`` = probing clauses + Kissat only. BP decimation found first solutions of Knotty in
+#: 1.8 s and Faase in 4.5 s (Kissat with probing clauses: 79 s and 99 s) and of the solve
+#: benchmark's density-0.5 112x112 board in ~10 min (Kissat: none in 890 s); docs/decisions.md
+HARD_METHODS = ("bp", "kissat")
+#: seconds BP decimation gets before the fallback hands over to Kissat (a complete search; BP
+#: decimation proves unsat only when CaDiCaL refutes the CNF under no guesses)
+BP_LIMIT_S = 1800.0
 
 STATUSES = ("unique", "multiple", "unsat", "unknown")
 
@@ -245,6 +257,7 @@ def solve(
     probe_limit_s: float | None = None,
     solver_options: dict[str, int] | None = None,
     fallback: bool = True,
+    hard: str = "bp",
 ) -> SolveResult:
     """Solve ``puzzle`` with the hybrid pipeline (see the module docstring); return a
     :class:`SolveResult` (times in seconds).
@@ -262,8 +275,12 @@ def solve(
     ``solver_options``: CaDiCaL options (default :data:`CADICAL_OPTIONS`; ``{}`` = CaDiCaL's
     own defaults); ``fallback``: on problems with more than :data:`AUTO_SMALL_MAX_UNKNOWN`
     unknown cells, give the first SAT attempt :data:`FALLBACK_AFTER_CONFLICTS` conflicts and
-    then switch to :mod:`nonolab.hardsolve` (``counts['fallback'] = 1``).
+    then switch to the fallback (``counts['fallback'] = 1``); ``hard``: the fallback's first
+    method, one of :data:`HARD_METHODS` (``bp``: BP decimation, then Kissat; ``kissat``: Kissat
+    only).
     """
+    if hard not in HARD_METHODS:
+        raise ValueError(f"hard={hard!r}: use one of {', '.join(HARD_METHODS)}")
     clock = _Clock(timeout_s)
     times = {
         "propagate_s": 0.0,
@@ -288,6 +305,7 @@ def solve(
         counts,
         info,
         fallback,
+        hard,
     )
     times["total_s"] = time.perf_counter() - clock.t0
     res.times = times
@@ -356,6 +374,7 @@ def _solve(
     counts: dict[str, int],
     info: dict[str, str],
     fallback: bool = False,
+    hard: str = "bp",
 ) -> SolveResult:
     pre = _presolve(puzzle, probing, clock, probe_limit_s, times, counts)
     if isinstance(pre, SolveResult):
@@ -390,7 +409,16 @@ def _solve(
             if staged and not clock.expired() and first_budget != conflict_budget:
                 s.delete()
                 return _fallback(
-                    puzzle, state, enc, clock, prove_unique, times, counts, info, solver_options
+                    puzzle,
+                    state,
+                    enc,
+                    clock,
+                    prove_unique,
+                    times,
+                    counts,
+                    info,
+                    solver_options,
+                    hard,
                 )
             return SolveResult("unknown", reason="timeout or conflict budget (first solution)")
         if not ok:
@@ -429,12 +457,20 @@ def _fallback(
     counts: dict[str, int],
     info: dict[str, str],
     solver_options: dict[str, int] | None,
+    hard: str = "bp",
 ) -> SolveResult:
-    """The :mod:`nonolab.hardsolve` stage (see there); times add to ``probe_s``, ``solve_s``
-    and ``uniqueness_s``."""
+    """The fallback: with ``hard="bp"`` first :func:`_bp_stage`, then (unless it decided) the
+    :mod:`nonolab.hardsolve` stage (see there); times add to ``probe_s``, ``solve_s`` and
+    ``uniqueness_s``."""
     from nonolab.hardsolve import KISSAT, kissat_solve, probe_implications, switch_neighbour
 
     counts["fallback"] = 1
+    if hard == "bp":
+        res = _bp_stage(
+            puzzle, state, enc, clock, prove_unique, times, counts, info, solver_options
+        )
+        if res is not None:
+            return res
     info["solver"] = f"{info.get('solver', '')}+{KISSAT}"
     t = time.perf_counter()
     extra = probe_implications(puzzle, state, clock.deadline)
@@ -465,6 +501,71 @@ def _fallback(
         return SolveResult("multiple", grid=grid, second_grid=_verified(puzzle, second))
     n = puzzle.height * puzzle.width
     with _new_solver(AUTO_LARGE_SOLVER, clauses, solver_options) as s:
+        _block_model(s, model, state, puzzle.width)
+        s.set_phases([lit for lit in model if abs(lit) <= n])
+        ok2 = _solve_limited(s, clock, None, AUTO_LARGE_SOLVER)
+        times["uniqueness_s"] += time.perf_counter() - t
+        counts["uniqueness_checked"] = int(ok2 is not None)
+        if ok2 is None:
+            return SolveResult(
+                "unknown", grid=grid, reason="timeout (fallback: uniqueness, solution-guided)"
+            )
+        if ok2:
+            return SolveResult(
+                "multiple", grid=grid, second_grid=_verified(puzzle, enc.decode(s.get_model()))
+            )
+    return SolveResult("unique", grid=grid)
+
+
+def _bp_stage(
+    puzzle: Puzzle,
+    state: GridState,
+    enc: Encoding,
+    clock: _Clock,
+    prove_unique: bool,
+    times: dict[str, float],
+    counts: dict[str, int],
+    info: dict[str, str],
+    solver_options: dict[str, int] | None,
+) -> SolveResult | None:
+    """BP decimation checked by a fresh CaDiCaL 1.9.5 (:func:`nonolab.bpsolve.decimate`) for up
+    to :data:`BP_LIMIT_S` seconds; then the uniqueness check on the same solver instance (a 2x2
+    switch first, else the model blocked and its cells as phases). Returns None when BP
+    decimation ran out of its own time limit (the caller goes on with Kissat); times add to
+    ``solve_s`` and ``uniqueness_s``; counts ``bp_*``."""
+    from nonolab.bpsolve import DecimationStats, decimate
+    from nonolab.hardsolve import switch_neighbour
+
+    info["solver"] = f"{info.get('solver', '')}+bp"
+    t = time.perf_counter()
+    limit = t + BP_LIMIT_S
+    deadline = limit if clock.deadline is None else min(limit, clock.deadline)
+    ds = DecimationStats()
+    with _new_solver(AUTO_LARGE_SOLVER, enc.clauses, solver_options) as s:
+        ok, model = decimate(puzzle, state, s, deadline=deadline, stats=ds)
+        times["solve_s"] += time.perf_counter() - t
+        for k in ("rounds", "checks", "flips", "backtracks", "guesses", "max_known"):
+            counts[f"bp_{k}"] = getattr(ds, k)
+        if ok is None:
+            if clock.expired():
+                return SolveResult("unknown", reason="timeout (fallback: BP decimation)")
+            return None
+        if not ok:
+            return SolveResult("unsat", reason="SAT solver (BP fallback): no solution")
+        times["time_to_first_s"] = time.perf_counter() - clock.t0
+        assert model is not None
+        grid = _verified(puzzle, enc.decode(model))
+        if not prove_unique:
+            counts["uniqueness_checked"] = 0
+            return SolveResult("unknown", grid=grid, reason="uniqueness not checked")
+        t = time.perf_counter()
+        second = switch_neighbour(puzzle, grid)
+        if second is not None:
+            times["uniqueness_s"] += time.perf_counter() - t
+            counts["uniqueness_checked"] = 1
+            counts["second_by_switch"] = 1
+            return SolveResult("multiple", grid=grid, second_grid=_verified(puzzle, second))
+        n = puzzle.height * puzzle.width
         _block_model(s, model, state, puzzle.width)
         s.set_phases([lit for lit in model if abs(lit) <= n])
         ok2 = _solve_limited(s, clock, None, AUTO_LARGE_SOLVER)

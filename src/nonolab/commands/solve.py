@@ -26,13 +26,16 @@ def solve_record(
     solver: str | None = None,
     timeout_s: float | None = None,
     probing: bool | None = None,
+    hard: str = "bp",
 ) -> dict[str, Any]:
     """Return one puzzle's result as a JSON-ready dict.
 
     Keys: ``label``, ``puzzle_hash``, ``height``, ``width``, ``method``, ``encoding``,
     ``solver`` (the one used: ``solver``, or by default ``auto`` resolved by
-    :func:`nonolab.fastsolve.resolve_solver` for hybrid, with ``+kissat404`` when the
-    :mod:`nonolab.hardsolve` fallback ran, and ``cadical195`` for plain), ``status`` (unique |
+    :func:`nonolab.fastsolve.resolve_solver` for hybrid, with ``+bp`` when BP decimation
+    (:mod:`nonolab.bpsolve`) and ``+kissat404`` when Kissat (:mod:`nonolab.hardsolve`) ran in
+    the fallback, and ``cadical195`` for plain), ``hard``: the hybrid fallback's first method
+    (:data:`nonolab.fastsolve.HARD_METHODS`), ``status`` (unique |
     multiple | unsat | unknown), ``grid`` (row strings or None), ``second_grid`` (when
     multiple), ``time_s`` (wall seconds for this puzzle), the phase times in seconds (hybrid:
     ``propagate_s``, ``probe_s``, ``encode_s``, ``solve_s``, ``uniqueness_s``,
@@ -53,7 +56,7 @@ def solve_record(
         from nonolab.fastsolve import solve
 
         kw: dict[str, Any] = {} if probing is None else {"probing": probing}
-        res = solve(puzzle, encoding=encoding, solver=solver, timeout_s=timeout_s, **kw)
+        res = solve(puzzle, encoding=encoding, solver=solver, timeout_s=timeout_s, hard=hard, **kw)
         rec.update(res.as_dict())
         if res.solver is not None:
             rec["solver"] = res.solver
@@ -114,6 +117,7 @@ def _solve(args: argparse.Namespace) -> int:
         "solver": args.solver,
         "timeout_s": args.timeout,
         "probing": args.probing,
+        "hard": args.hard,
     }
     items = [(p, kw) for p in puzzles]
     if args.jobs > 1 and len(items) > 1:
@@ -173,6 +177,16 @@ def register(sub: argparse._SubParsersAction) -> None:
         action=argparse.BooleanOptionalAction,
         default=None,
         help="single-cell probing between propagation and SAT (hybrid; default: the library's)",
+    )
+    p.add_argument(
+        "--hard",
+        choices=("bp", "kissat"),
+        default="bp",
+        help=(
+            "hybrid fallback for large puzzles CaDiCaL leaves open after 50k conflicts: bp = "
+            "belief-propagation decimation checked by CaDiCaL, then Kissat (default); kissat = "
+            "probing clauses + Kissat only"
+        ),
     )
     p.add_argument("--format", default=None, help="puzzle format (default: from the extension)")
     p.set_defaults(func=_solve)

@@ -1,0 +1,342 @@
+"""Belief-propagation decimation checked by CDCL: a first solution for very hard large puzzles.
+
+Random 112x112 puzzles at fill density 0.5 sit at a phase transition: propagation sets almost no
+cell, and neither CaDiCaL nor Kissat (nor CP-SAT) found a solution of the solve benchmark's board
+in 15 minutes. This module finds one (docs/decisions.md, "Density 0.5"):
+
+1. **Belief propagation** (sum-product) between rows and columns. A line's message to each of
+   its cells is the probability that the cell is filled over the line's completions, each
+   completion weighted by the other cells' incoming messages (a *cavity* message: the cell's own
+   incoming weight is left out). It is computed exactly by forward-backward over the clue's
+   automaton, for all rows (then all columns) at once in numpy (:func:`cavity_messages`).
+2. **Decimation**: each round guesses the most polarised ``frac`` of the unknown cells at
+   BP's likelier value, with line propagation after each guess (a guess that contradicts
+   propagation is skipped).
+3. **Checks**: every round is checked by one incremental CDCL solver on the remaining problem's
+   CNF, with all accepted guesses plus the round's as assumptions and ``check_conflicts``
+   conflicts. A model ends the search. A refuted round is bisected down to one culprit guess,
+   whose other value is accepted instead; when both values of the culprit are refuted, the
+   accepted guesses themselves are contradictory and the previous round is bisected instead.
+
+Soundness: a model is a model of the puzzle's CNF (the caller verifies the grid against the
+clues). ``unsat`` is reported only when the solver refutes the CNF under no assumptions at all.
+Everything else (the guesses, an unrefuted check) is heuristic and can only cost time.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from pysat.solvers import Solver
+
+from nonolab.linesolver import UNKNOWN, Contradiction, GridState, _assume, propagate
+from nonolab.puzzles import Puzzle
+
+#: share of the unknown cells guessed per decimation round
+DECIMATION_FRAC = 0.02
+#: conflicts per CDCL check of a round; 5,000 solved the benchmark's density-0.5 board, 20,000
+#: did not within 900 s (a check that neither refutes nor finds a model lets bad rounds through
+#: and costs more; docs/decisions.md)
+CHECK_CONFLICTS = 5000
+#: BP sweeps per round at most (warm-started from the previous round's messages), the damping
+#: of the message updates and the convergence tolerance (largest message change)
+BP_ITERS = 30
+BP_DAMPING = 0.5
+BP_TOL = 1e-4
+
+
+@dataclass(frozen=True)
+class LineAutomata:
+    """Padded automata of a set of line clues, one row per line, one column per state.
+
+    State 0 is the leading gap; each block cell has a state; after each block comes a gap state.
+    ``has_one[i, q]``: state q of line i moves to q+1 on a filled cell; ``loop0[i, q]``: stays on
+    an empty cell; ``end[i, q]``: last cell of a block, moves to q+1 on an empty cell;
+    ``accept[i, q]``: q is accepting. All 0.0/1.0 floats.
+    """
+
+    has_one: np.ndarray
+    loop0: np.ndarray
+    end: np.ndarray
+    accept: np.ndarray
+
+
+def line_automata(clues: Sequence[Sequence[int]]) -> LineAutomata:
+    """Return the :class:`LineAutomata` of ``clues`` (each a tuple of block lengths; ``()`` is
+    an empty line)."""
+    m = max(sum(c) + len(c) + 1 for c in clues)
+    has_one, loop0, end, acc = (np.zeros((len(clues), m)) for _ in range(4))
+    for i, clue in enumerate(clues):
+        loop0[i, 0] = 1
+        if clue:
+            has_one[i, 0] = 1
+        else:
+            acc[i, 0] = 1
+        q = 1
+        for k, b in enumerate(clue):
+            for j in range(1, b + 1):
+                if j < b:
+                    has_one[i, q] = 1
+                else:
+                    end[i, q] = 1
+                    acc[i, q] = k == len(clue) - 1
+                q += 1
+            loop0[i, q] = 1
+            if k < len(clue) - 1:
+                has_one[i, q] = 1
+            else:
+                acc[i, q] = 1
+            q += 1
+    return LineAutomata(has_one, loop0, end, acc)
+
+
+def _shift(a: np.ndarray, by: int) -> np.ndarray:
+    out = np.zeros_like(a)
+    if by > 0:
+        out[:, by:] = a[:, :-by]
+    else:
+        out[:, :by] = a[:, -by:]
+    return out
+
+
+def cavity_messages(aut: LineAutomata, w1: np.ndarray, w0: np.ndarray) -> np.ndarray:
+    """Return each line's cavity message to each of its cells: P(cell filled), over the line's
+    completions weighted by the *other* cells' weights (lines x cells, floats in [0, 1]).
+
+    ``w1``/``w0`` (lines x cells, non-negative): each cell's incoming weight of filled/empty.
+    A cell with no completion on either value gets 0.0. Forward and backward vectors are
+    normalised at every step, so long lines do not underflow.
+    """
+    has_one, loop0, end, acc = aut.has_one, aut.loop0, aut.end, aut.accept
+    n_lines, n = w1.shape
+    alpha = np.zeros((n + 1, n_lines, has_one.shape[1]))
+    alpha[0, :, 0] = 1
+    for i in range(n):
+        a = alpha[i]
+        nxt = _shift(a * has_one, 1) * w1[:, i : i + 1]
+        nxt += (a * loop0 + _shift(a * end, 1)) * w0[:, i : i + 1]
+        s = nxt.sum(1, keepdims=True)
+        alpha[i + 1] = nxt / np.where(s == 0, 1, s)
+    beta = acc.copy()
+    m1 = np.zeros((n_lines, n))
+    m0 = np.zeros((n_lines, n))
+    for i in range(n - 1, -1, -1):
+        one = has_one * _shift(beta, -1)
+        zero = loop0 * beta + end * _shift(beta, -1)
+        m1[:, i] = (alpha[i] * one).sum(1)
+        m0[:, i] = (alpha[i] * zero).sum(1)
+        prev = one * w1[:, i : i + 1] + zero * w0[:, i : i + 1]
+        s = prev.sum(1, keepdims=True)
+        beta = prev / np.where(s == 0, 1, s)
+    tot = m1 + m0
+    return m1 / np.where(tot == 0, 1, tot)
+
+
+Messages = tuple[np.ndarray, np.ndarray]
+
+
+def beliefs(
+    automata: tuple[LineAutomata, LineAutomata],
+    known: np.ndarray,
+    init: Messages | None = None,
+    iters: int = BP_ITERS,
+    damping: float = BP_DAMPING,
+    tol: float = BP_TOL,
+) -> tuple[np.ndarray, Messages]:
+    """Return ``(belief, messages)`` after at most ``iters`` damped BP sweeps (rows, then
+    columns), stopping once no message moves by more than ``tol``.
+
+    ``automata``: (rows, columns); ``known`` (height x width): -1 unknown, 0 empty, 1 filled
+    (known cells are evidence); ``init``: the row and column messages of a previous call (warm
+    start), else all 0.5. ``belief`` (height x width) is each cell's P(filled): 1.0/0.0 on known
+    cells. ``messages`` can be passed back as ``init``.
+    """
+    rows_a, cols_a = automata
+    if init is None:
+        rm = cm = np.full(known.shape, 0.5)
+    else:
+        rm, cm = init
+    ev1 = np.where(known == 0, 0.0, 1.0)
+    ev0 = np.where(known == 1, 0.0, 1.0)
+    for _ in range(iters):
+        r_new = cavity_messages(rows_a, cm * ev1, (1 - cm) * ev0)
+        c_new = cavity_messages(cols_a, (r_new * ev1).T, ((1 - r_new) * ev0).T).T
+        delta = max(np.abs(r_new - rm).max(), np.abs(c_new - cm).max())
+        rm = damping * rm + (1 - damping) * r_new
+        cm = damping * cm + (1 - damping) * c_new
+        if delta < tol:
+            break
+    num = rm * cm * ev1
+    den = num + (1 - rm) * (1 - cm) * ev0
+    return num / np.where(den == 0, 1, den), (rm, cm)
+
+
+@dataclass
+class DecimationStats:
+    """Counters of one :func:`decimate` run (times in seconds).
+
+    ``rounds``: decimation rounds; ``checks``/``check_s``: CDCL checks and their time;
+    ``bp_s``: time in BP; ``flips``: culprit guesses replaced by their other value;
+    ``backtracks``: rounds dropped (both values of a culprit refuted, or propagation
+    contradicted the accepted guesses); ``guesses``: accepted guesses at the end;
+    ``known``/``max_known``: cells known by propagation of the accepted guesses at the end / at
+    most.
+    """
+
+    rounds: int = 0
+    checks: int = 0
+    check_s: float = 0.0
+    bp_s: float = 0.0
+    flips: int = 0
+    backtracks: int = 0
+    guesses: int = 0
+    known: int = 0
+    max_known: int = 0
+
+
+def decimate(
+    puzzle: Puzzle,
+    state: GridState,
+    solver: Solver,
+    *,
+    frac: float = DECIMATION_FRAC,
+    check_conflicts: int = CHECK_CONFLICTS,
+    deadline: float | None = None,
+    stats: DecimationStats | None = None,
+) -> tuple[bool | None, list[int] | None]:
+    """Search a first solution of ``puzzle`` by BP decimation checked by ``solver``.
+
+    ``state``: a line-propagation fixpoint of ``puzzle``; ``solver``: a python-sat solver
+    loaded with a CNF of the puzzle restricted to ``state`` whose variable ``r * width + c + 1``
+    is cell (r, c) (e.g. :func:`nonolab.fastsolve.remaining_encoding`); ``deadline``: a
+    ``time.perf_counter()`` value. Returns ``(True, model)`` when a check found a model (the
+    caller decodes and verifies it; the solver still holds it), ``(False, None)`` when the solver
+    refuted the CNF under no assumptions (no solution), ``(None, None)`` at the deadline.
+    """
+    st = stats if stats is not None else DecimationStats()
+    w = puzzle.width
+    automata = (line_automata(puzzle.rows), line_automata(puzzle.cols))
+    base = state
+    rounds: list[list[int]] = []
+    model: list[int] = []
+
+    def accepted() -> list[int]:
+        return [lit for r in rounds for lit in r]
+
+    def timed_out() -> bool:
+        return deadline is not None and time.perf_counter() > deadline
+
+    def check(guesses: list[int]) -> bool | None:
+        solver.conf_budget(check_conflicts)
+        t = time.perf_counter()
+        res = solver.solve_limited(assumptions=accepted() + guesses)
+        st.checks += 1
+        st.check_s += time.perf_counter() - t
+        if res:
+            model.extend(solver.get_model())
+        return res
+
+    def bisect(guesses: list[int]) -> bool:
+        """Repair a refuted set of ``guesses`` (refuted together with the accepted ones);
+        return False when the CNF itself was refuted."""
+        while not model and not timed_out():
+            if len(guesses) == 1:
+                if check([-guesses[0]]) is False:
+                    if not rounds:
+                        return False
+                    guesses = rounds.pop()
+                    st.backtracks += 1
+                    continue
+                rounds.append([-guesses[0]])
+                st.flips += 1
+                return True
+            a, b = guesses[: len(guesses) // 2], guesses[len(guesses) // 2 :]
+            if check(a) is False:
+                guesses = a
+                continue
+            rounds.append(a)
+            if model or check(b) is not False:
+                rounds.append(b)
+                return True
+            guesses = b
+        return True
+
+    def state_of(lits: list[int]) -> GridState | None:
+        s = base.copy()
+        for lit in lits:
+            r, c = divmod(abs(lit) - 1, w)
+            cur = s.get(r, c)
+            if cur == UNKNOWN:
+                s.set(r, c, int(lit > 0))
+            elif cur != int(lit > 0):
+                return None
+        try:
+            return propagate(puzzle, s)
+        except Contradiction:
+            return None
+
+    msgs: Messages | None = None
+    cur = base
+    while not model and not timed_out():
+        st.rounds += 1
+        known = np.array(cur.to_cells())
+        t = time.perf_counter()
+        bel, msgs = beliefs(automata, known, msgs)
+        st.bp_s += time.perf_counter() - t
+        pol = np.where(known < 0, np.abs(bel - 0.5), -1)
+        k = max(1, int(frac * (known < 0).sum()))
+        new: list[int] = []
+        forced: list[tuple[int, int, int]] = []
+        s = cur
+        for flat in np.argsort(-pol, axis=None)[:k]:
+            r, c = divmod(int(flat), w)
+            if s.get(r, c) != UNKNOWN:
+                continue
+            v = int(bel[r, c] > 0.5)
+            ns = _assume(puzzle, s, r, c, v)
+            if ns is not None:
+                new.append((r * w + c + 1) * (1 if v else -1))
+                s = ns
+            elif not rounds and not new:
+                forced.append((r, c, 1 - v))  # refuted at the base state: a proven fact
+        if not new:
+            if rounds:
+                rounds.pop()
+                st.backtracks += 1
+            else:  # every candidate refuted by propagation at the base: strengthen the base
+                b2 = base.copy()
+                for r, c, v in forced:
+                    b2.set(r, c, v)
+                try:
+                    base = propagate(puzzle, b2)
+                except Contradiction:
+                    return False, None
+        elif check(new) is False:
+            if not bisect(new):
+                return False, None
+        elif not model:
+            rounds.append(new)
+        nxt = state_of(accepted())
+        while nxt is None:
+            rounds.pop()
+            st.backtracks += 1
+            nxt = state_of(accepted())
+        cur = nxt
+        st.known = cur.n_known()
+        st.max_known = max(st.max_known, st.known)
+        st.guesses = len(accepted())
+        if cur.is_complete() and not model:
+            # propagation completed the grid: the solver should find the model at once; if it
+            # refutes the accepted guesses instead, drop the last round
+            res = check([])
+            if res is False and not rounds:
+                return False, None
+            if not res and rounds:
+                rounds.pop()
+                st.backtracks += 1
+    if model:
+        return True, model
+    return None, None
