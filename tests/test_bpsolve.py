@@ -221,10 +221,21 @@ def test_decimation_reports_unsat_only_for_unsatisfiable_puzzles():
     assert seen[True] > 0 and seen[False] > 0
 
 
-def test_decimation_gives_up_at_the_deadline():
+def test_decimation_gives_up_at_the_deadline_or_check_limit(monkeypatch):
     p = _random_puzzle(0, 30, 30)
     ok, grid, stats = _decimate(p, deadline=0.0)
     assert (ok, grid) == (None, None) and stats.checks == 0
+    real = bpsolve.beliefs  # wrong guesses keep the checks going
+
+    def upside_down(*args, **kw):
+        bel, msgs = real(*args, **kw)
+        return 1 - bel, msgs
+
+    monkeypatch.setattr(bpsolve, "beliefs", upside_down)
+    ok, grid, stats = _decimate(p, frac=0.3, check_conflicts=1000)
+    assert ok is True and stats.checks > 2  # this run needs repairs
+    ok, grid, stats = _decimate(p, frac=0.3, check_conflicts=1000, max_checks=2)
+    assert (ok, grid, stats.checks) == (None, None, 2)
 
 
 @pytest.mark.parametrize("seed", [0, 1])

@@ -205,6 +205,7 @@ def decimate(
     frac: float = DECIMATION_FRAC,
     check_conflicts: int = CHECK_CONFLICTS,
     deadline: float | None = None,
+    max_checks: int | None = None,
     stats: DecimationStats | None = None,
 ) -> tuple[bool | None, list[int] | None]:
     """Search a first solution of ``puzzle`` by BP decimation checked by ``solver``.
@@ -212,9 +213,9 @@ def decimate(
     ``state``: a line-propagation fixpoint of ``puzzle``; ``solver``: a python-sat solver
     loaded with a CNF of the puzzle restricted to ``state`` whose variable ``r * width + c + 1``
     is cell (r, c) (e.g. :func:`nonolab.fastsolve.remaining_encoding`); ``deadline``: a
-    ``time.perf_counter()`` value. Returns ``(True, model)`` when a check found a model (the
+    ``time.perf_counter()`` value; ``max_checks``: give up after this many CDCL checks. Returns ``(True, model)`` when a check found a model (the
     caller decodes and verifies it; the solver still holds it), ``(False, None)`` when the solver
-    refuted the CNF under no assumptions (no solution), ``(None, None)`` at the deadline.
+    refuted the CNF under no assumptions (no solution), ``(None, None)`` at the deadline or check limit.
     """
     st = stats if stats is not None else DecimationStats()
     w = puzzle.width
@@ -227,6 +228,8 @@ def decimate(
         return [lit for r in rounds for lit in r]
 
     def timed_out() -> bool:
+        if max_checks is not None and st.checks >= max_checks:
+            return True
         return deadline is not None and time.perf_counter() > deadline
 
     def check(guesses: list[int]) -> bool | None:
