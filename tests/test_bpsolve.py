@@ -161,8 +161,7 @@ def test_decimation_solves_random_puzzles():
         assert stats.checks >= 1
 
 
-@pytest.mark.parametrize("cores", [False, True])
-def test_decimation_repairs_wrong_guesses(monkeypatch, cores):
+def test_decimation_repairs_wrong_guesses(monkeypatch):
     """Beliefs turned upside down (every guess takes BP's less likely value) make refuted
     rounds common: the bisection must flip culprits and still end with valid grids."""
     real = bpsolve.beliefs
@@ -175,7 +174,7 @@ def test_decimation_repairs_wrong_guesses(monkeypatch, cores):
     flips = 0
     for seed in range(8):
         p = _random_puzzle(seed, 20, 20)
-        ok, grid, stats = _decimate(p, frac=0.1, check_conflicts=1000, cores=cores)
+        ok, grid, stats = _decimate(p, frac=0.1, check_conflicts=1000, deadline=None)
         assert ok is True and satisfies(p, grid), seed
         flips += stats.flips
     assert flips > 0
@@ -208,14 +207,13 @@ def _has_solution(p):
     return any(satisfies(p, g) for g in itertools.product(*rows))
 
 
-@pytest.mark.parametrize("cores", [False, True])
-def test_decimation_reports_unsat_only_for_unsatisfiable_puzzles(cores):
+def test_decimation_reports_unsat_only_for_unsatisfiable_puzzles():
     """On 5x5 puzzles (brute force decides them) the answer is a valid grid exactly when one
     exists, and ``False`` (proven) otherwise."""
     seen = {True: 0, False: 0}
     for p in _unsat_candidates(5, 40, seed=7):
         truth = _has_solution(p)
-        ok, grid, _ = _decimate(p, frac=0.5, check_conflicts=5, cores=cores)
+        ok, grid, _ = _decimate(p, frac=0.5, check_conflicts=5, deadline=None)
         assert ok is truth
         if ok:
             assert satisfies(p, grid)

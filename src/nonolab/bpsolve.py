@@ -206,7 +206,6 @@ def decimate(
     check_conflicts: int = CHECK_CONFLICTS,
     deadline: float | None = None,
     max_checks: int | None = None,
-    cores: bool = False,
     stats: DecimationStats | None = None,
 ) -> tuple[bool | None, list[int] | None]:
     """Search a first solution of ``puzzle`` by BP decimation checked by ``solver``.
@@ -214,11 +213,11 @@ def decimate(
     ``state``: a line-propagation fixpoint of ``puzzle``; ``solver``: a python-sat solver
     loaded with a CNF of the puzzle restricted to ``state`` whose variable ``r * width + c + 1``
     is cell (r, c) (e.g. :func:`nonolab.fastsolve.remaining_encoding`); ``deadline``: a
-    ``time.perf_counter()`` value; ``max_checks``: give up after this many CDCL checks;
-    ``cores``: narrow a refuted round with the solver's failed-assumption core (guesses outside
-    it are kept, a round the core misses is dropped at once) before bisecting. Returns ``(True, model)`` when a check found a model (the
-    caller decodes and verifies it; the solver still holds it), ``(False, None)`` when the solver
-    refuted the CNF under no assumptions (no solution), ``(None, None)`` at the deadline or check limit.
+    ``time.perf_counter()`` value; ``max_checks``: give up after this many CDCL checks.
+
+    Returns ``(True, model)`` when a check found a model (the caller decodes and verifies it;
+    the solver still holds it), ``(False, None)`` when the solver refuted the CNF under no
+    assumptions (no solution), ``(None, None)`` at the deadline or the check limit.
     """
     st = stats if stats is not None else DecimationStats()
     w = puzzle.width
@@ -226,7 +225,6 @@ def decimate(
     base = state
     rounds: list[list[int]] = []
     model: list[int] = []
-    core: set[int] = set()  # the last refutation's failed assumptions (with ``cores``)
 
     def accepted() -> list[int]:
         return [lit for r in rounds for lit in r]
@@ -244,9 +242,6 @@ def decimate(
         st.check_s += time.perf_counter() - t
         if res:
             model.extend(solver.get_model())
-        elif res is False and cores:
-            core.clear()
-            core.update(solver.get_core() or ())
         return res
 
     def bisect(guesses: list[int]) -> bool:
@@ -271,41 +266,6 @@ def decimate(
             if model or check(b) is not False:
                 rounds.append(b)
                 return True
-            guesses = b
-        return True
-
-    def bisect_cores(guesses: list[int]) -> bool:
-        """:func:`bisect` narrowed by cores. Invariant: ``core`` is a refuted subset of the
-        accepted guesses plus ``guesses``."""
-        while not model and not timed_out():
-            inside = [g for g in guesses if g in core]
-            if not inside:  # the accepted guesses alone are refuted
-                if not rounds:
-                    return False
-                guesses = rounds.pop()
-                st.backtracks += 1
-                continue
-            outside = [g for g in guesses if g not in core]
-            if outside:
-                rounds.append(outside)
-            if len(inside) == 1:
-                g = inside[0]
-                kept = core - {g}
-                if check([-g]) is False:  # both values refuted: resolve the two cores
-                    core.discard(-g)
-                    core.update(kept)
-                    guesses = []
-                    continue
-                rounds.append([-g])
-                st.flips += 1
-                return True
-            a, b = inside[: len(inside) // 2], inside[len(inside) // 2 :]
-            if check(a) is False:
-                guesses = a
-                continue
-            if model:
-                return True
-            rounds.append(a)
             guesses = b
         return True
 
@@ -360,7 +320,7 @@ def decimate(
                 except Contradiction:
                     return False, None
         elif check(new) is False:
-            if not (bisect_cores(new) if cores else bisect(new)):
+            if not bisect(new):
                 return False, None
         elif not model:
             rounds.append(new)
