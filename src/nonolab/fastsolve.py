@@ -27,10 +27,11 @@ A timeout or conflict budget that runs out gives status ``unknown``.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -462,7 +463,7 @@ def _fallback(
     """The fallback: with ``hard="bp"`` first :func:`_bp_stage`, then (unless it decided) the
     :mod:`nonolab.hardsolve` stage (see there); times add to ``probe_s``, ``solve_s`` and
     ``uniqueness_s``."""
-    from nonolab.hardsolve import KISSAT, kissat_solve, probe_implications, switch_neighbour
+    from nonolab.hardsolve import KISSAT, kissat_solve, probe_implications
 
     counts["fallback"] = 1
     if hard == "bp":
@@ -486,8 +487,38 @@ def _fallback(
         return SolveResult("unknown", reason="timeout (fallback: Kissat, first solution)")
     if not ok:
         return SolveResult("unsat", reason="SAT solver (Kissat fallback): no solution")
-    times["time_to_first_s"] = time.perf_counter() - clock.t0
     assert model is not None
+    return _after_first(
+        puzzle,
+        state,
+        enc,
+        model,
+        clock,
+        prove_unique,
+        times,
+        counts,
+        lambda: _new_solver(AUTO_LARGE_SOLVER, clauses, solver_options),
+    )
+
+
+def _after_first(
+    puzzle: Puzzle,
+    state: GridState,
+    enc: Encoding,
+    model: list[int],
+    clock: _Clock,
+    prove_unique: bool,
+    times: dict[str, float],
+    counts: dict[str, int],
+    solver_for_second: Callable[[], Any],
+) -> SolveResult:
+    """The fallback's end once ``model`` (a first solution) is found: verify its grid, then look
+    for a second solution as a 2x2 switch of it, else on the CaDiCaL instance (a context manager)
+    ``solver_for_second()`` gives, with the model blocked and its cells as initial phases. Times
+    add to ``uniqueness_s``."""
+    from nonolab.hardsolve import switch_neighbour
+
+    times["time_to_first_s"] = time.perf_counter() - clock.t0
     grid = _verified(puzzle, enc.decode(model))
     if not prove_unique:
         counts["uniqueness_checked"] = 0
@@ -500,7 +531,7 @@ def _fallback(
         counts["second_by_switch"] = 1
         return SolveResult("multiple", grid=grid, second_grid=_verified(puzzle, second))
     n = puzzle.height * puzzle.width
-    with _new_solver(AUTO_LARGE_SOLVER, clauses, solver_options) as s:
+    with solver_for_second() as s:
         _block_model(s, model, state, puzzle.width)
         s.set_phases([lit for lit in model if abs(lit) <= n])
         ok2 = _solve_limited(s, clock, None, AUTO_LARGE_SOLVER)
@@ -534,7 +565,6 @@ def _bp_stage(
     decimation ran out of its own time limit (the caller goes on with Kissat); times add to
     ``solve_s`` and ``uniqueness_s``; counts ``bp_*``."""
     from nonolab.bpsolve import DecimationStats, decimate
-    from nonolab.hardsolve import switch_neighbour
 
     info["solver"] = f"{info.get('solver', '')}+bp"
     t = time.perf_counter()
@@ -552,34 +582,18 @@ def _bp_stage(
             return None
         if not ok:
             return SolveResult("unsat", reason="SAT solver (BP fallback): no solution")
-        times["time_to_first_s"] = time.perf_counter() - clock.t0
         assert model is not None
-        grid = _verified(puzzle, enc.decode(model))
-        if not prove_unique:
-            counts["uniqueness_checked"] = 0
-            return SolveResult("unknown", grid=grid, reason="uniqueness not checked")
-        t = time.perf_counter()
-        second = switch_neighbour(puzzle, grid)
-        if second is not None:
-            times["uniqueness_s"] += time.perf_counter() - t
-            counts["uniqueness_checked"] = 1
-            counts["second_by_switch"] = 1
-            return SolveResult("multiple", grid=grid, second_grid=_verified(puzzle, second))
-        n = puzzle.height * puzzle.width
-        _block_model(s, model, state, puzzle.width)
-        s.set_phases([lit for lit in model if abs(lit) <= n])
-        ok2 = _solve_limited(s, clock, None, AUTO_LARGE_SOLVER)
-        times["uniqueness_s"] += time.perf_counter() - t
-        counts["uniqueness_checked"] = int(ok2 is not None)
-        if ok2 is None:
-            return SolveResult(
-                "unknown", grid=grid, reason="timeout (fallback: uniqueness, solution-guided)"
-            )
-        if ok2:
-            return SolveResult(
-                "multiple", grid=grid, second_grid=_verified(puzzle, enc.decode(s.get_model()))
-            )
-    return SolveResult("unique", grid=grid)
+        return _after_first(
+            puzzle,
+            state,
+            enc,
+            model,
+            clock,
+            prove_unique,
+            times,
+            counts,
+            lambda: contextlib.nullcontext(s),
+        )
 
 
 def resolve_solver(name: str, n_unknown: int) -> str:
