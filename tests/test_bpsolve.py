@@ -266,6 +266,27 @@ def test_bp_hands_over_to_kissat_after_its_limit(monkeypatch):
     assert satisfies(p, fb.grid)
 
 
+def test_schedule_by_hand():
+    assert bpsolve.schedule(1800) == [(0.04, 240), (0.02, 720), (0.04, 480), (0.02, 360)]
+    assert bpsolve.schedule(100) == [(0.04, 100)]
+    assert bpsolve.schedule(0) == []
+    assert bpsolve.schedule(7, [(0.1, 1), (0.2, 2)]) == [(0.1, 1), (0.2, 2), (0.1, 2), (0.2, 2)]
+
+
+def test_bp_stage_restarts_with_the_next_slice(monkeypatch):
+    """A first slice too short for any check is followed by the next one on a fresh solver."""
+    p = _random_puzzle(0, 36, 36)
+    monkeypatch.setattr(fastsolve, "FALLBACK_AFTER_CONFLICTS", 1)
+    monkeypatch.setattr(fastsolve, "AUTO_SMALL_MAX_UNKNOWN", 10)
+    monkeypatch.setattr(bpsolve, "SCHEDULE", ((0.04, 0.0), (0.02, 60.0)))
+    with pytest.raises(ValueError, match="positive"):
+        bpsolve.schedule(10, [(0.04, 0.0)])
+    fb = fastsolve.solve(p, timeout_s=120)
+    assert fb.solver == "cadical195+bp" and fb.counts["bp_restarts"] == 1
+    assert fb.status == fastsolve.solve(p, fallback=False).status
+    assert satisfies(p, fb.grid)
+
+
 def test_solve_rejects_an_unknown_hard_method():
     with pytest.raises(ValueError, match="hard="):
         fastsolve.solve(_random_puzzle(0, 5, 5), hard="magic")

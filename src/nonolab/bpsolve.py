@@ -37,6 +37,12 @@ from nonolab.puzzles import Puzzle
 
 #: share of the unknown cells guessed per decimation round
 DECIMATION_FRAC = 0.02
+#: restart schedule of :func:`schedule`: (share per round, seconds) slices, each on a fresh
+#: solver, the whole cycle repeated with doubled slices. On the solve benchmark's three
+#: density-0.5 112x112 boards, 4 % rounds solved boards 1 and 2 in 116 s and 189 s but not
+#: board 0 in 900 s, and 2 % rounds solved board 0 in 584 s but neither other board in 1,200 s
+#: (docs/decisions.md)
+SCHEDULE: tuple[tuple[float, float], ...] = ((0.04, 240.0), (0.02, 720.0))
 #: conflicts per CDCL check of a round; 5,000 solved the benchmark's density-0.5 board, 20,000
 #: did not within 900 s (a check that neither refutes nor finds a model lets bad rounds through
 #: and costs more; docs/decisions.md)
@@ -345,3 +351,25 @@ def decimate(
     if model:
         return True, model
     return None, None
+
+
+def schedule(
+    limit_s: float, slices: Sequence[tuple[float, float]] | None = None
+) -> list[tuple[float, float]]:
+    """Return the restart slices ``(frac, seconds)`` that fit in ``limit_s`` seconds: ``slices``
+    (default :data:`SCHEDULE`) in order, the cycle repeated with its durations doubled each
+    time; the last slice is cut to what is left of ``limit_s``."""
+    slices = SCHEDULE if slices is None else slices
+    if sum(secs for _, secs in slices) <= 0:
+        raise ValueError("schedule: the slices must add up to a positive time")
+    out: list[tuple[float, float]] = []
+    left, scale = limit_s, 1.0
+    while left > 0:
+        for frac, secs in slices:
+            if left <= 0:
+                break
+            take = min(secs * scale, left)
+            out.append((frac, take))
+            left -= take
+        scale *= 2
+    return out

@@ -559,41 +559,48 @@ def _bp_stage(
     info: dict[str, str],
     solver_options: dict[str, int] | None,
 ) -> SolveResult | None:
-    """BP decimation checked by a fresh CaDiCaL 1.9.5 (:func:`nonolab.bpsolve.decimate`) for up
-    to :data:`BP_LIMIT_S` seconds; then the uniqueness check on the same solver instance (a 2x2
-    switch first, else the model blocked and its cells as phases). Returns None when BP
-    decimation ran out of its own time limit (the caller goes on with Kissat); times add to
-    ``solve_s`` and ``uniqueness_s``; counts ``bp_*``."""
-    from nonolab.bpsolve import DecimationStats, decimate
+    """BP decimation (:func:`nonolab.bpsolve.decimate`) for up to :data:`BP_LIMIT_S` seconds in
+    the restart slices of :func:`nonolab.bpsolve.schedule`, each on a fresh CaDiCaL 1.9.5; then
+    the uniqueness check on the instance that found the model (a 2x2 switch first, else the model
+    blocked and its cells as phases). Returns None when BP decimation ran out of its own time
+    limit (the caller goes on with Kissat); times add to ``solve_s`` and ``uniqueness_s``;
+    counts ``bp_*`` (summed over slices; ``bp_restarts``: slices that ended without answer)."""
+    from nonolab.bpsolve import DecimationStats, decimate, schedule
 
     info["solver"] = f"{info.get('solver', '')}+bp"
-    t = time.perf_counter()
-    limit = t + BP_LIMIT_S
-    deadline = limit if clock.deadline is None else min(limit, clock.deadline)
-    ds = DecimationStats()
-    with _new_solver(AUTO_LARGE_SOLVER, enc.clauses, solver_options) as s:
-        ok, model = decimate(puzzle, state, s, deadline=deadline, stats=ds)
-        times["solve_s"] += time.perf_counter() - t
-        for k in ("rounds", "checks", "flips", "backtracks", "guesses", "max_known"):
-            counts[f"bp_{k}"] = getattr(ds, k)
-        if ok is None:
-            if clock.expired():
-                return SolveResult("unknown", reason="timeout (fallback: BP decimation)")
-            return None
-        if not ok:
-            return SolveResult("unsat", reason="SAT solver (BP fallback): no solution")
-        assert model is not None
-        return _after_first(
-            puzzle,
-            state,
-            enc,
-            model,
-            clock,
-            prove_unique,
-            times,
-            counts,
-            lambda: contextlib.nullcontext(s),
-        )
+    totals = dict.fromkeys(("rounds", "checks", "flips", "backtracks", "max_known"), 0)
+    counts["bp_restarts"] = 0
+    for frac, secs in schedule(BP_LIMIT_S):
+        t = time.perf_counter()
+        deadline = t + secs if clock.deadline is None else min(t + secs, clock.deadline)
+        ds = DecimationStats()
+        with _new_solver(AUTO_LARGE_SOLVER, enc.clauses, solver_options) as s:
+            ok, model = decimate(puzzle, state, s, frac=frac, deadline=deadline, stats=ds)
+            times["solve_s"] += time.perf_counter() - t
+            for k in ("rounds", "checks", "flips", "backtracks"):
+                totals[k] += getattr(ds, k)
+            totals["max_known"] = max(totals["max_known"], ds.max_known)
+            counts.update({f"bp_{k}": v for k, v in totals.items()})
+            counts["bp_guesses"] = ds.guesses
+            if ok is False:
+                return SolveResult("unsat", reason="SAT solver (BP fallback): no solution")
+            if ok:
+                assert model is not None
+                return _after_first(
+                    puzzle,
+                    state,
+                    enc,
+                    model,
+                    clock,
+                    prove_unique,
+                    times,
+                    counts,
+                    lambda s=s: contextlib.nullcontext(s),
+                )
+        if clock.expired():
+            return SolveResult("unknown", reason="timeout (fallback: BP decimation)")
+        counts["bp_restarts"] += 1
+    return None
 
 
 def resolve_solver(name: str, n_unknown: int) -> str:
