@@ -267,7 +267,8 @@ def test_bp_hands_over_to_kissat_after_its_limit(monkeypatch):
 
 
 def test_schedule_by_hand():
-    assert bpsolve.schedule(1800) == [(0.04, 240), (0.02, 720), (0.04, 480), (0.02, 360)]
+    assert bpsolve.schedule(1800) == [(0.04, 300), (0.02, 1200), (0.04, 300)]
+    assert bpsolve.schedule(4000) == [(0.04, 300), (0.02, 1200), (0.04, 600), (0.02, 1900)]
     assert bpsolve.schedule(100) == [(0.04, 100)]
     assert bpsolve.schedule(0) == []
     assert bpsolve.schedule(7, [(0.1, 1), (0.2, 2)]) == [(0.1, 1), (0.2, 2), (0.1, 2), (0.2, 2)]

@@ -41,8 +41,8 @@ DECIMATION_FRAC = 0.02
 #: solver, the whole cycle repeated with doubled slices. On the solve benchmark's three
 #: density-0.5 112x112 boards, 4 % rounds solved boards 1 and 2 in 116 s and 189 s but not
 #: board 0 in 900 s, and 2 % rounds solved board 0 in 584 s but neither other board in 1,200 s
-#: (docs/decisions.md)
-SCHEDULE: tuple[tuple[float, float], ...] = ((0.04, 240.0), (0.02, 720.0))
+#: (docs/decisions.md); each slice is about twice the longest success it covers
+SCHEDULE: tuple[tuple[float, float], ...] = ((0.04, 300.0), (0.02, 1200.0))
 #: conflicts per CDCL check of a round; 5,000 solved the benchmark's density-0.5 board, 20,000
 #: did not within 900 s (a check that neither refutes nor finds a model lets bad rounds through
 #: and costs more; docs/decisions.md)
