@@ -182,7 +182,8 @@ def beliefs(
 
 @dataclass
 class DecimationStats:
-    """Counters of one :func:`decimate` run (times in seconds).
+    """Counters of :func:`decimate` runs (times in seconds); passed to several runs, the counts
+    and times add up and ``max_known`` is the maximum.
 
     ``rounds``: decimation rounds; ``checks``/``check_s``: CDCL checks and their time;
     ``bp_s``: time in BP; ``flips``: culprit guesses replaced by their other value;
@@ -226,6 +227,7 @@ def decimate(
     assumptions (no solution), ``(None, None)`` at the deadline or the check limit.
     """
     st = stats if stats is not None else DecimationStats()
+    st.guesses, st.known = 0, state.n_known()  # the end-of-run values, reset for a reused stats
     w = puzzle.width
     automata = (line_automata(puzzle.rows), line_automata(puzzle.cols))
     base = state

@@ -564,24 +564,21 @@ def _bp_stage(
     the uniqueness check on the instance that found the model (a 2x2 switch first, else the model
     blocked and its cells as phases). Returns None when BP decimation ran out of its own time
     limit (the caller goes on with Kissat); times add to ``solve_s`` and ``uniqueness_s``;
-    counts ``bp_*`` (summed over slices; ``bp_restarts``: slices that ended without answer)."""
+    counts ``bp_*`` (summed over slices, ``bp_max_known`` the maximum, ``bp_guesses`` of the
+    last slice; ``bp_restarts``: slices that ended without answer)."""
     from nonolab.bpsolve import DecimationStats, decimate, schedule
 
     info["solver"] = f"{info.get('solver', '')}+bp"
-    totals = dict.fromkeys(("rounds", "checks", "flips", "backtracks", "max_known"), 0)
+    ds = DecimationStats()  # one for all slices: counters add up, max_known is the maximum
     counts["bp_restarts"] = 0
     for frac, secs in schedule(BP_LIMIT_S):
         t = time.perf_counter()
         deadline = t + secs if clock.deadline is None else min(t + secs, clock.deadline)
-        ds = DecimationStats()
         with _new_solver(AUTO_LARGE_SOLVER, enc.clauses, solver_options) as s:
             ok, model = decimate(puzzle, state, s, frac=frac, deadline=deadline, stats=ds)
             times["solve_s"] += time.perf_counter() - t
-            for k in ("rounds", "checks", "flips", "backtracks"):
-                totals[k] += getattr(ds, k)
-            totals["max_known"] = max(totals["max_known"], ds.max_known)
-            counts.update({f"bp_{k}": v for k, v in totals.items()})
-            counts["bp_guesses"] = ds.guesses
+            for k in ("rounds", "checks", "flips", "backtracks", "guesses", "max_known"):
+                counts[f"bp_{k}"] = getattr(ds, k)
             if ok is False:
                 return SolveResult("unsat", reason="SAT solver (BP fallback): no solution")
             if ok:
