@@ -34,7 +34,9 @@ from nonolab.fastsolve import _new_solver, _verified, remaining_encoding  # noqa
 from nonolab.linesolver import propagate  # noqa: E402
 
 
-def run_board(puzzle, frac: float, budget: int, timeout: float) -> dict:
+def run_board(
+    puzzle, frac: float, budget: int, timeout: float, guess_seed: int | None = None
+) -> dict:
     """Return one board's record (times in seconds)."""
     t0 = time.perf_counter()
     state = propagate(puzzle)
@@ -42,7 +44,14 @@ def run_board(puzzle, frac: float, budget: int, timeout: float) -> dict:
     stats = DecimationStats()
     with _new_solver("cadical195", enc.clauses) as s:
         ok, model = decimate(
-            puzzle, state, s, frac=frac, check_conflicts=budget, deadline=t0 + timeout, stats=stats
+            puzzle,
+            state,
+            s,
+            frac=frac,
+            check_conflicts=budget,
+            deadline=t0 + timeout,
+            stats=stats,
+            seed=guess_seed,
         )
         if ok:
             _verified(puzzle, enc.decode(model))  # raises if a clue is broken
@@ -63,18 +72,27 @@ def main() -> None:
     ap.add_argument("--frac", type=float, default=0.02, help="share of unknown cells per round")
     ap.add_argument("--budget", type=int, default=5000, help="conflicts per CaDiCaL check")
     ap.add_argument("--timeout", type=float, default=1800.0, help="seconds per board")
+    ap.add_argument("--guess-seed", type=int, default=None, help="random guesses (decimate's seed)")
     ap.add_argument("--out", default="results/bench/bp_frontier.json")
     args = ap.parse_args()
     idx = [int(x) for x in args.boards.split(",")]
     suite = random_suite([args.density], max(idx) + 1, args.size, args.seed)
     boards = []
     for i in idx:
-        rec = {"board": i, **run_board(suite[i][0], args.frac, args.budget, args.timeout)}
+        rec = {
+            "board": i,
+            **run_board(suite[i][0], args.frac, args.budget, args.timeout, args.guess_seed),
+        }
         print(json.dumps(rec), flush=True)
         boards.append(rec)
     out = {
         "suite": {"size": args.size, "density": args.density, "seed": args.seed},
-        "params": {"frac": args.frac, "budget": args.budget, "timeout_s": args.timeout},
+        "params": {
+            "frac": args.frac,
+            "budget": args.budget,
+            "timeout_s": args.timeout,
+            "guess_seed": args.guess_seed,
+        },
         "boards": boards,
         "nonolab": __version__,
         "python": platform.python_version(),

@@ -221,6 +221,35 @@ def test_decimation_reports_unsat_only_for_unsatisfiable_puzzles():
     assert seen[True] > 0 and seen[False] > 0
 
 
+def test_seeded_decimation_is_sound_and_reproducible(monkeypatch):
+    """With a seed the guesses are a random share of the most polarised cells: on the 5x5
+    puzzles the answers stay exact (a grid iff one exists); under upside-down beliefs (repairs
+    needed) the same seed repeats the run exactly and other seeds take other paths."""
+    for p in _unsat_candidates(5, 20, seed=11):
+        truth = _has_solution(p)
+        for seed in (0, 1):
+            ok, grid, _ = _decimate(p, frac=0.5, check_conflicts=5, deadline=None, seed=seed)
+            assert ok is truth
+            if ok:
+                assert satisfies(p, grid)
+    real = bpsolve.beliefs
+
+    def upside_down(*args, **kw):
+        bel, msgs = real(*args, **kw)
+        return 1 - bel, msgs
+
+    monkeypatch.setattr(bpsolve, "beliefs", upside_down)
+    p = _random_puzzle(3, 20, 20)
+    runs = {}
+    for seed in (None, 5, 5, 6, 7):
+        ok, grid, stats = _decimate(p, frac=0.1, check_conflicts=1000, deadline=None, seed=seed)
+        assert ok is True and satisfies(p, grid)
+        runs.setdefault(seed, []).append((grid, vars(stats) | {"check_s": 0, "bp_s": 0}))
+    assert runs[5][0] == runs[5][1]
+    paths = {repr(r[0][1]) for r in runs.values()}
+    assert len(paths) >= 3  # None, 5, 6 and 7 do not all take one path
+
+
 def test_decimation_gives_up_at_the_deadline_or_check_limit(monkeypatch):
     p = _random_puzzle(0, 30, 30)
     ok, grid, stats = _decimate(p, deadline=0.0)
@@ -267,23 +296,43 @@ def test_bp_hands_over_to_kissat_after_its_limit(monkeypatch):
 
 
 def test_schedule_by_hand():
-    assert bpsolve.schedule(1800) == [(0.04, 300), (0.02, 1200), (0.04, 300)]
-    assert bpsolve.schedule(4000) == [(0.04, 300), (0.02, 1200), (0.04, 600), (0.02, 1900)]
-    assert bpsolve.schedule(100) == [(0.04, 100)]
-    assert bpsolve.schedule(0) == []
-    assert bpsolve.schedule(7, [(0.1, 1), (0.2, 2)]) == [(0.1, 1), (0.2, 2), (0.1, 2), (0.2, 2)]
+    first = list(itertools.islice(bpsolve.schedule(), 7))
+    assert first == [
+        (0.04, 150, None),
+        (0.03, 150, None),
+        (0.02, 450, None),
+        (0.04, 150, 1),
+        (0.03, 150, 1),
+        (0.02, 450, 1),
+        (0.04, 150, 2),
+    ]
+    assert list(itertools.islice(bpsolve.schedule([(0.1, 3)]), 3)) == [
+        (0.1, 3, None),
+        (0.1, 3, 1),
+        (0.1, 3, 2),
+    ]
+    for bad in ([], [(0.1, 0)]):
+        with pytest.raises(ValueError, match="at least one check"):
+            next(bpsolve.schedule(bad))
 
 
 def test_bp_stage_restarts_with_the_next_slice(monkeypatch):
-    """A first slice too short for any check is followed by the next one on a fresh solver."""
+    """A one-check first slice whose guesses are all wrong (upside-down beliefs) ends without a
+    model; the next slice, on a fresh solver, repairs its guesses and solves."""
     p = _random_puzzle(0, 36, 36)
     monkeypatch.setattr(fastsolve, "FALLBACK_AFTER_CONFLICTS", 1)
     monkeypatch.setattr(fastsolve, "AUTO_SMALL_MAX_UNKNOWN", 10)
-    monkeypatch.setattr(bpsolve, "SCHEDULE", ((0.04, 0.0), (0.02, 60.0)))
-    with pytest.raises(ValueError, match="positive"):
-        bpsolve.schedule(10, [(0.04, 0.0)])
+    monkeypatch.setattr(bpsolve, "SCHEDULE", ((0.3, 1), (0.1, 10_000)))
+    real = bpsolve.beliefs
+
+    def upside_down(*args, **kw):
+        bel, msgs = real(*args, **kw)
+        return 1 - bel, msgs
+
+    monkeypatch.setattr(bpsolve, "beliefs", upside_down)
     fb = fastsolve.solve(p, timeout_s=120)
     assert fb.solver == "cadical195+bp" and fb.counts["bp_restarts"] == 1
+    assert fb.counts["bp_checks"] > 2 and fb.counts["bp_flips"] > 0
     assert fb.status == fastsolve.solve(p, fallback=False).status
     assert satisfies(p, fb.grid)
 

@@ -26,7 +26,7 @@ Everything else (the guesses, an unrefuted check) is heuristic and can only cost
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -37,12 +37,15 @@ from nonolab.puzzles import Puzzle
 
 #: share of the unknown cells guessed per decimation round
 DECIMATION_FRAC = 0.02
-#: restart schedule of :func:`schedule`: (share per round, seconds) slices, each on a fresh
-#: solver, the whole cycle repeated with doubled slices. On the solve benchmark's three
-#: density-0.5 112x112 boards, 4 % rounds solved boards 1 and 2 in 116 s and 189 s but not
-#: board 0 in 900 s, and 2 % rounds solved board 0 in 584 s but neither other board in 1,200 s
-#: (docs/decisions.md); each slice is about twice the longest success it covers
-SCHEDULE: tuple[tuple[float, float], ...] = ((0.04, 300.0), (0.02, 1200.0))
+#: restart slices of :func:`schedule`: (share per round, CDCL checks), each slice on a fresh
+#: solver; the cycle repeats, first with BP's most polarised guesses (deterministic), then with
+#: seeded random guesses (seeds 1, 2, ...). Slices are counted in checks, not seconds, so a run
+#: takes the same path on any machine. On the solve benchmark's four density-0.5 112x112
+#: boards, unseeded 4 % rounds solved boards 1 and 2 (105 checks each), 3 % board 3 (12
+#: checks), 2 % board 0 (423 checks), and every other share thrashed for 450-1,800 checks
+#: without a solution; seeded 3 % rounds solved 4 of 11 runs in 23-54 checks
+#: (docs/decisions.md)
+SCHEDULE: tuple[tuple[float, int], ...] = ((0.04, 150), (0.03, 150), (0.02, 450))
 #: conflicts per CDCL check of a round; 5,000 solved the benchmark's density-0.5 board, 20,000
 #: did not within 900 s (a check that neither refutes nor finds a model lets bad rounds through
 #: and costs more; docs/decisions.md)
@@ -52,6 +55,9 @@ CHECK_CONFLICTS = 5000
 BP_ITERS = 30
 BP_DAMPING = 0.5
 BP_TOL = 1e-4
+#: with a seed, :func:`decimate` guesses a random ``k`` of the ``SEED_POOL * k`` most polarised
+#: unknown cells of each round (``k`` being the round's share)
+SEED_POOL = 1.5
 
 
 @dataclass(frozen=True)
@@ -214,13 +220,17 @@ def decimate(
     deadline: float | None = None,
     max_checks: int | None = None,
     stats: DecimationStats | None = None,
+    seed: int | None = None,
 ) -> tuple[bool | None, list[int] | None]:
     """Search a first solution of ``puzzle`` by BP decimation checked by ``solver``.
 
     ``state``: a line-propagation fixpoint of ``puzzle``; ``solver``: a python-sat solver
     loaded with a CNF of the puzzle restricted to ``state`` whose variable ``r * width + c + 1``
     is cell (r, c) (e.g. :func:`nonolab.fastsolve.remaining_encoding`); ``deadline``: a
-    ``time.perf_counter()`` value; ``max_checks``: give up after this many CDCL checks.
+    ``time.perf_counter()`` value; ``max_checks``: give up after this many CDCL checks;
+    ``seed``: None guesses the round's most polarised cells (deterministic), an integer guesses
+    a random share of them instead (:data:`SEED_POOL`; the same seed gives the same run), so
+    that restarts take different paths.
 
     Returns ``(True, model)`` when a check found a model (the caller decodes and verifies it;
     the solver still holds it), ``(False, None)`` when the solver refuted the CNF under no
@@ -291,6 +301,7 @@ def decimate(
         except Contradiction:
             return None
 
+    rng = None if seed is None else np.random.default_rng(seed)
     msgs: Messages | None = None
     cur = base
     while not model and not timed_out():
@@ -300,11 +311,18 @@ def decimate(
         bel, msgs = beliefs(automata, known, msgs)
         st.bp_s += time.perf_counter() - t
         pol = np.where(known < 0, np.abs(bel - 0.5), -1)
-        k = max(1, int(frac * (known < 0).sum()))
+        n_unknown = int((known < 0).sum())
+        k = max(1, int(frac * n_unknown))
+        order = np.argsort(-pol, axis=None)
+        if rng is None:
+            picks = order[:k]
+        else:  # k of the SEED_POOL * k most polarised, still in order of polarisation
+            pool = min(n_unknown, int(np.ceil(SEED_POOL * k)))
+            picks = order[np.sort(rng.choice(pool, size=min(k, pool), replace=False))]
         new: list[int] = []
         forced: list[tuple[int, int, int]] = []
         s = cur
-        for flat in np.argsort(-pol, axis=None)[:k]:
+        for flat in picks:
             r, c = divmod(int(flat), w)
             if s.get(r, c) != UNKNOWN:
                 continue
@@ -356,22 +374,16 @@ def decimate(
 
 
 def schedule(
-    limit_s: float, slices: Sequence[tuple[float, float]] | None = None
-) -> list[tuple[float, float]]:
-    """Return the restart slices ``(frac, seconds)`` that fit in ``limit_s`` seconds: ``slices``
-    (default :data:`SCHEDULE`) in order, the cycle repeated with its durations doubled each
-    time; the last slice is cut to what is left of ``limit_s``."""
-    slices = SCHEDULE if slices is None else slices
-    if sum(secs for _, secs in slices) <= 0:
-        raise ValueError("schedule: the slices must add up to a positive time")
-    out: list[tuple[float, float]] = []
-    left, scale = limit_s, 1.0
-    while left > 0:
-        for frac, secs in slices:
-            if left <= 0:
-                break
-            take = min(secs * scale, left)
-            out.append((frac, take))
-            left -= take
-        scale *= 2
-    return out
+    slices: Sequence[tuple[float, int]] | None = None,
+) -> Iterator[tuple[float, int, int | None]]:
+    """Yield restart slices ``(frac, max_checks, seed)`` without end: ``slices`` (default
+    :data:`SCHEDULE`) in order with seed None, then again with seed 1, then 2, and so on. The
+    caller stops at its own time limit."""
+    slices = SCHEDULE if slices is None else tuple(slices)
+    if not slices or any(checks < 1 for _, checks in slices):
+        raise ValueError("schedule: needs slices of at least one check each")
+    seed: int | None = None
+    while True:
+        for frac, checks in slices:
+            yield frac, checks, seed
+        seed = 1 if seed is None else seed + 1

@@ -571,11 +571,24 @@ def _bp_stage(
     info["solver"] = f"{info.get('solver', '')}+bp"
     ds = DecimationStats()  # one for all slices: counters add up, max_known is the maximum
     counts["bp_restarts"] = 0
-    for frac, secs in schedule(BP_LIMIT_S):
+    stage_end = time.perf_counter() + BP_LIMIT_S
+    if clock.deadline is not None:
+        stage_end = min(stage_end, clock.deadline)
+    for frac, max_checks, seed in schedule():
+        if time.perf_counter() >= stage_end:
+            break
         t = time.perf_counter()
-        deadline = t + secs if clock.deadline is None else min(t + secs, clock.deadline)
         with _new_solver(AUTO_LARGE_SOLVER, enc.clauses, solver_options) as s:
-            ok, model = decimate(puzzle, state, s, frac=frac, deadline=deadline, stats=ds)
+            ok, model = decimate(
+                puzzle,
+                state,
+                s,
+                frac=frac,
+                deadline=stage_end,
+                max_checks=ds.checks + max_checks,
+                stats=ds,
+                seed=seed,
+            )
             times["solve_s"] += time.perf_counter() - t
             for k in ("rounds", "checks", "flips", "backtracks", "guesses", "max_known"):
                 counts[f"bp_{k}"] = getattr(ds, k)
