@@ -42,8 +42,8 @@ DECIMATION_FRAC = 0.02
 #: seeded random guesses (seeds 1, 2, ...). Slices are counted in checks, not seconds, so a run
 #: takes the same path on any machine. On the solve benchmark's four density-0.5 112x112
 #: boards, unseeded 4 % rounds solved boards 1 and 2 (105 checks each), 3 % board 3 (12
-#: checks), 2 % board 0 (423 checks), and every other share thrashed for 450-1,800 checks
-#: without a solution; seeded 3 % rounds solved 4 of 11 runs in 23-54 checks
+#: checks), 2 % board 0 (423 checks), and every other share thrashed for 269-1,826 checks
+#: without a solution; seeded 3 % rounds solved 5 of 11 runs in 11-77 checks
 #: (docs/decisions.md)
 SCHEDULE: tuple[tuple[float, int], ...] = ((0.04, 150), (0.03, 150), (0.02, 450))
 #: conflicts per CDCL check of a round; 5,000 solved the benchmark's density-0.5 board, 20,000
