@@ -152,6 +152,17 @@ def _decimate(p, **kw):
     return ok, grid, stats
 
 
+def _beliefs_upside_down(monkeypatch):
+    """Make every guess take BP's less likely value, so that rounds are refuted and repaired."""
+    real = bpsolve.beliefs
+
+    def upside_down(*args, **kw):
+        bel, msgs = real(*args, **kw)
+        return 1 - bel, msgs
+
+    monkeypatch.setattr(bpsolve, "beliefs", upside_down)
+
+
 def test_decimation_solves_random_puzzles():
     for seed in range(12):
         p = _random_puzzle(seed, 20, 20)
@@ -164,13 +175,7 @@ def test_decimation_solves_random_puzzles():
 def test_decimation_repairs_wrong_guesses(monkeypatch):
     """Beliefs turned upside down (every guess takes BP's less likely value) make refuted
     rounds common: the bisection must flip culprits and still end with valid grids."""
-    real = bpsolve.beliefs
-
-    def upside_down(*args, **kw):
-        bel, msgs = real(*args, **kw)
-        return 1 - bel, msgs
-
-    monkeypatch.setattr(bpsolve, "beliefs", upside_down)
+    _beliefs_upside_down(monkeypatch)
     flips = 0
     for seed in range(8):
         p = _random_puzzle(seed, 20, 20)
@@ -232,13 +237,7 @@ def test_seeded_decimation_is_sound_and_reproducible(monkeypatch):
             assert ok is truth
             if ok:
                 assert satisfies(p, grid)
-    real = bpsolve.beliefs
-
-    def upside_down(*args, **kw):
-        bel, msgs = real(*args, **kw)
-        return 1 - bel, msgs
-
-    monkeypatch.setattr(bpsolve, "beliefs", upside_down)
+    _beliefs_upside_down(monkeypatch)
     p = _random_puzzle(3, 20, 20)
     runs = {}
     for seed in (None, 5, 5, 6, 7):
@@ -254,13 +253,7 @@ def test_decimation_gives_up_at_the_deadline_or_check_limit(monkeypatch):
     p = _random_puzzle(0, 30, 30)
     ok, grid, stats = _decimate(p, deadline=0.0)
     assert (ok, grid) == (None, None) and stats.checks == 0
-    real = bpsolve.beliefs  # wrong guesses keep the checks going
-
-    def upside_down(*args, **kw):
-        bel, msgs = real(*args, **kw)
-        return 1 - bel, msgs
-
-    monkeypatch.setattr(bpsolve, "beliefs", upside_down)
+    _beliefs_upside_down(monkeypatch)  # wrong guesses keep the checks going
     ok, grid, stats = _decimate(p, frac=0.3, check_conflicts=1000)
     assert ok is True and stats.checks > 2  # this run needs repairs
     ok, grid, stats = _decimate(p, frac=0.3, check_conflicts=1000, max_checks=2)
@@ -323,13 +316,7 @@ def test_bp_stage_restarts_with_the_next_slice(monkeypatch):
     monkeypatch.setattr(fastsolve, "FALLBACK_AFTER_CONFLICTS", 1)
     monkeypatch.setattr(fastsolve, "AUTO_SMALL_MAX_UNKNOWN", 10)
     monkeypatch.setattr(bpsolve, "SCHEDULE", ((0.3, 1), (0.1, 10_000)))
-    real = bpsolve.beliefs
-
-    def upside_down(*args, **kw):
-        bel, msgs = real(*args, **kw)
-        return 1 - bel, msgs
-
-    monkeypatch.setattr(bpsolve, "beliefs", upside_down)
+    _beliefs_upside_down(monkeypatch)
     fb = fastsolve.solve(p, timeout_s=120)
     assert fb.solver == "cadical195+bp" and fb.counts["bp_restarts"] == 1
     assert fb.counts["bp_checks"] > 2 and fb.counts["bp_flips"] > 0
