@@ -324,6 +324,69 @@ def test_bp_stage_restarts_with_the_next_slice(monkeypatch):
     assert satisfies(p, fb.grid)
 
 
+@pytest.mark.parametrize("seed", [0, 2])
+def test_bp_portfolio_agrees(monkeypatch, seed):
+    """Restart slices in two worker processes (``bp_jobs=2``) give the answer of the normal
+    path; the model a worker found decodes and verifies in the caller."""
+    p = _random_puzzle(seed, 36, 36)
+    normal = fastsolve.solve(p, fallback=False)
+    monkeypatch.setattr(fastsolve, "FALLBACK_AFTER_CONFLICTS", 1)
+    monkeypatch.setattr(fastsolve, "AUTO_SMALL_MAX_UNKNOWN", 10)
+    fb = fastsolve.solve(p, timeout_s=120, bp_jobs=2)
+    assert fb.solver == "cadical195+bp" and fb.counts["bp_jobs"] == 2
+    assert fb.counts["bp_checks"] >= 1
+    assert fb.status == normal.status
+    assert satisfies(p, fb.grid)
+    if fb.status == "multiple":
+        assert fb.second_grid != fb.grid and satisfies(p, fb.second_grid)
+
+
+def test_bp_portfolio_restarts_until_a_slice_solves(monkeypatch):
+    """Slices that end without a model start the next ones: with one check per slice and
+    checks of one conflict, the portfolio runs through several slices (counted as restarts,
+    their checks added up) before one finds a model."""
+    p = _random_puzzle(0, 36, 36)
+    monkeypatch.setattr(fastsolve, "FALLBACK_AFTER_CONFLICTS", 1)
+    monkeypatch.setattr(fastsolve, "AUTO_SMALL_MAX_UNKNOWN", 10)
+    monkeypatch.setattr(bpsolve, "CHECK_CONFLICTS", 1)
+    monkeypatch.setattr(bpsolve, "SCHEDULE", ((0.01, 1), (0.02, 100_000)))
+    fb = fastsolve.solve(p, timeout_s=120, bp_jobs=2)
+    assert fb.solver == "cadical195+bp" and satisfies(p, fb.grid)
+    assert fb.counts["bp_restarts"] >= 1
+    assert fb.counts["bp_checks"] >= fb.counts["bp_restarts"] + 1
+
+
+def test_bp_portfolio_proves_unsat_and_hands_over_at_its_limit(monkeypatch):
+    """An unsatisfiable puzzle that propagation leaves open is refuted by a worker (under no
+    guesses); with no time for BP the stage hands over to Kissat."""
+    monkeypatch.setattr(fastsolve, "FALLBACK_AFTER_CONFLICTS", 1)
+    monkeypatch.setattr(fastsolve, "AUTO_SMALL_MAX_UNKNOWN", 0)
+    reached = 0
+    for p in _unsat_candidates(5, 40, seed=7):
+        if _has_solution(p):
+            continue
+        res = fastsolve.solve(p, timeout_s=60, bp_jobs=2)
+        assert res.status == "unsat"
+        reached += res.counts["fallback"]  # the others: refuted by the first CDCL conflict
+    assert reached > 0
+    monkeypatch.setattr(fastsolve, "BP_LIMIT_S", 0.0)
+    p = _random_puzzle(0, 36, 36)
+    monkeypatch.setattr(fastsolve, "AUTO_SMALL_MAX_UNKNOWN", 10)
+    fb = fastsolve.solve(p, timeout_s=120, bp_jobs=2)
+    assert fb.solver == "cadical195+bp+kissat404" and satisfies(p, fb.grid)
+    assert fb.counts["bp_checks"] == 0
+
+
+def test_decimation_stats_add():
+    a = bpsolve.DecimationStats(rounds=2, checks=3, check_s=1.5, flips=1, guesses=9, max_known=40)
+    b = bpsolve.DecimationStats(rounds=1, checks=4, bp_s=0.5, backtracks=2, known=30, max_known=35)
+    a.add(b)
+    assert (a.rounds, a.checks, a.check_s, a.bp_s, a.flips, a.backtracks) == (3, 7, 1.5, 0.5, 1, 2)
+    assert (a.guesses, a.known, a.max_known) == (0, 30, 40)
+    with pytest.raises(ValueError, match="bp_jobs"):
+        fastsolve.solve(_random_puzzle(0, 5, 5), bp_jobs=0)
+
+
 def test_solve_rejects_an_unknown_hard_method():
     with pytest.raises(ValueError, match="hard="):
         fastsolve.solve(_random_puzzle(0, 5, 5), hard="magic")

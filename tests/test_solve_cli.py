@@ -132,3 +132,27 @@ def test_hard_selects_the_fallback(tmp_path, capsys, monkeypatch):
     with pytest.raises(SystemExit) as exc:
         main(["solve", "--hard", "nope", str(path)])
     assert exc.value.code == 2 and "invalid choice: 'nope'" in capsys.readouterr().err
+
+
+def test_bp_jobs_runs_the_fallback_on_several_cores(tmp_path, capsys, monkeypatch):
+    """``--bp-jobs 2``: the BP fallback's restart slices run in two worker processes; the
+    answer is the one-process answer, and the record says how many processes ran."""
+    import nonolab.fastsolve as fastsolve
+
+    monkeypatch.setattr(fastsolve, "FALLBACK_AFTER_CONFLICTS", 1)
+    monkeypatch.setattr(fastsolve, "AUTO_SMALL_MAX_UNKNOWN", 10)
+    rng = random.Random(1)
+    g = [[int(rng.random() < 0.5) for _ in range(36)] for _ in range(36)]
+    path = tmp_path / "p.non"
+    path.write_text(to_non(Puzzle.from_grid(g, label="r36")), encoding="utf-8")
+    recs = {}
+    for jobs in ("1", "2"):
+        _, out = _run(capsys, ["solve", "--json", "--bp-jobs", jobs, str(path)])
+        (recs[jobs],) = [json.loads(x) for x in out.splitlines()]
+    assert recs["1"]["bp_jobs"] == 1 and recs["2"]["bp_jobs"] == 2
+    assert recs["2"]["solver"] == "cadical195+bp"
+    assert recs["1"]["status"] == recs["2"]["status"] == "multiple"
+    for bad in ("0", "x"):
+        with pytest.raises(SystemExit) as exc:
+            main(["solve", "--bp-jobs", bad, str(path)])
+        assert exc.value.code == 2 and "--bp-jobs" in capsys.readouterr().err

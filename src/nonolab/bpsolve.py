@@ -209,6 +209,14 @@ class DecimationStats:
     known: int = 0
     max_known: int = 0
 
+    def add(self, other: DecimationStats) -> None:
+        """Add the counters and times of ``other`` (another run) to these; ``guesses`` and
+        ``known`` become ``other``'s (the run that ended last), ``max_known`` the maximum."""
+        for k in ("rounds", "checks", "check_s", "bp_s", "flips", "backtracks"):
+            setattr(self, k, getattr(self, k) + getattr(other, k))
+        self.guesses, self.known = other.guesses, other.known
+        self.max_known = max(self.max_known, other.max_known)
+
 
 def decimate(
     puzzle: Puzzle,

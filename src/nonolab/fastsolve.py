@@ -259,6 +259,7 @@ def solve(
     solver_options: dict[str, int] | None = None,
     fallback: bool = True,
     hard: str = "bp",
+    bp_jobs: int = 1,
 ) -> SolveResult:
     """Solve ``puzzle`` with the hybrid pipeline (see the module docstring); return a
     :class:`SolveResult` (times in seconds).
@@ -278,10 +279,15 @@ def solve(
     unknown cells, give the first SAT attempt :data:`FALLBACK_AFTER_CONFLICTS` conflicts and
     then switch to the fallback (``counts['fallback'] = 1``); ``hard``: the fallback's first
     method, one of :data:`HARD_METHODS` (``bp``: BP decimation, then Kissat; ``kissat``: Kissat
-    only).
+    only); ``bp_jobs``: processes running BP decimation's restart slices at once (1, the
+    default: one after the other in this process, a deterministic path; N > 1: the next N
+    slices of the schedule in N worker processes, the first model wins, so which grid is
+    found first can depend on timing; see :func:`_bp_portfolio`).
     """
     if hard not in HARD_METHODS:
         raise ValueError(f"hard={hard!r}: use one of {', '.join(HARD_METHODS)}")
+    if bp_jobs < 1:
+        raise ValueError(f"bp_jobs={bp_jobs!r}: needs at least 1")
     clock = _Clock(timeout_s)
     times = {
         "propagate_s": 0.0,
@@ -307,6 +313,7 @@ def solve(
         info,
         fallback,
         hard,
+        bp_jobs,
     )
     times["total_s"] = time.perf_counter() - clock.t0
     res.times = times
@@ -376,6 +383,7 @@ def _solve(
     info: dict[str, str],
     fallback: bool = False,
     hard: str = "bp",
+    bp_jobs: int = 1,
 ) -> SolveResult:
     pre = _presolve(puzzle, probing, clock, probe_limit_s, times, counts)
     if isinstance(pre, SolveResult):
@@ -420,6 +428,8 @@ def _solve(
                     info,
                     solver_options,
                     hard,
+                    encoding=encoding,
+                    bp_jobs=bp_jobs,
                 )
             return SolveResult("unknown", reason="timeout or conflict budget (first solution)")
         if not ok:
@@ -459,6 +469,9 @@ def _fallback(
     info: dict[str, str],
     solver_options: dict[str, int] | None,
     hard: str = "bp",
+    *,
+    encoding: str = "order",
+    bp_jobs: int = 1,
 ) -> SolveResult:
     """The fallback: with ``hard="bp"`` first :func:`_bp_stage`, then (unless it decided) the
     :mod:`nonolab.hardsolve` stage (see there); times add to ``probe_s``, ``solve_s`` and
@@ -468,7 +481,17 @@ def _fallback(
     counts["fallback"] = 1
     if hard == "bp":
         res = _bp_stage(
-            puzzle, state, enc, clock, prove_unique, times, counts, info, solver_options
+            puzzle,
+            state,
+            enc,
+            clock,
+            prove_unique,
+            times,
+            counts,
+            info,
+            solver_options,
+            encoding=encoding,
+            jobs=bp_jobs,
         )
         if res is not None:
             return res
@@ -558,22 +581,54 @@ def _bp_stage(
     counts: dict[str, int],
     info: dict[str, str],
     solver_options: dict[str, int] | None,
+    *,
+    encoding: str = "order",
+    jobs: int = 1,
 ) -> SolveResult | None:
     """BP decimation (:func:`nonolab.bpsolve.decimate`) for up to :data:`BP_LIMIT_S` seconds in
-    the restart slices of :func:`nonolab.bpsolve.schedule`, each on a fresh CaDiCaL 1.9.5; then
-    the uniqueness check on the instance that found the model (a 2x2 switch first, else the model
-    blocked and its cells as phases). Returns None when BP decimation ran out of its own time
-    limit (the caller goes on with Kissat); times add to ``solve_s`` and ``uniqueness_s``;
-    counts ``bp_*`` (summed over slices, ``bp_max_known`` the maximum, ``bp_guesses`` of the
-    last slice; ``bp_restarts``: slices that ended without answer)."""
+    the restart slices of :func:`nonolab.bpsolve.schedule`, each on a fresh CaDiCaL 1.9.5: one
+    after the other here (``jobs=1``), or ``jobs`` at a time in worker processes
+    (:func:`_bp_portfolio`); then the uniqueness check (a 2x2 switch first, else the model
+    blocked and its cells as phases, on the instance that found the model, or with ``jobs > 1``
+    on a fresh one). Returns None when BP decimation ran out of its own time limit (the caller
+    goes on with Kissat); times add to ``solve_s`` and ``uniqueness_s``; counts ``bp_*`` (summed
+    over slices, ``bp_max_known`` the maximum, ``bp_guesses`` of the last slice to end;
+    ``bp_restarts``: slices that ended without answer; ``bp_jobs``: ``jobs``)."""
+    from nonolab import bpsolve
     from nonolab.bpsolve import DecimationStats, decimate, schedule
 
     info["solver"] = f"{info.get('solver', '')}+bp"
     ds = DecimationStats()  # one for all slices: counters add up, max_known is the maximum
     counts["bp_restarts"] = 0
+    counts["bp_jobs"] = jobs
     stage_end = time.perf_counter() + BP_LIMIT_S
     if clock.deadline is not None:
         stage_end = min(stage_end, clock.deadline)
+    if jobs > 1:
+        t = time.perf_counter()
+        ok, model = _bp_portfolio(
+            puzzle, state, encoding, solver_options, jobs, stage_end, ds, counts
+        )
+        times["solve_s"] += time.perf_counter() - t
+        _bp_counts(ds, counts)
+        if ok is False:
+            return SolveResult("unsat", reason="SAT solver (BP fallback): no solution")
+        if ok:
+            assert model is not None
+            return _after_first(
+                puzzle,
+                state,
+                enc,
+                model,
+                clock,
+                prove_unique,
+                times,
+                counts,
+                lambda: _new_solver(AUTO_LARGE_SOLVER, enc.clauses, solver_options),
+            )
+        if clock.expired():
+            return SolveResult("unknown", reason="timeout (fallback: BP decimation)")
+        return None
     for frac, max_checks, seed in schedule():
         if time.perf_counter() >= stage_end:
             break
@@ -584,14 +639,14 @@ def _bp_stage(
                 state,
                 s,
                 frac=frac,
+                check_conflicts=bpsolve.CHECK_CONFLICTS,
                 deadline=stage_end,
                 max_checks=ds.checks + max_checks,
                 stats=ds,
                 seed=seed,
             )
             times["solve_s"] += time.perf_counter() - t
-            for k in ("rounds", "checks", "flips", "backtracks", "guesses", "max_known"):
-                counts[f"bp_{k}"] = getattr(ds, k)
+            _bp_counts(ds, counts)
             if ok is False:
                 return SolveResult("unsat", reason="SAT solver (BP fallback): no solution")
             if ok:
@@ -611,6 +666,111 @@ def _bp_stage(
             return SolveResult("unknown", reason="timeout (fallback: BP decimation)")
         counts["bp_restarts"] += 1
     return None
+
+
+def _bp_counts(ds: Any, counts: dict[str, int]) -> None:
+    for k in ("rounds", "checks", "flips", "backtracks", "guesses", "max_known"):
+        counts[f"bp_{k}"] = getattr(ds, k)
+
+
+#: seconds :func:`_bp_portfolio` waits past its deadline for the slices still running to
+#: report (each stops at its next check, ~1 s at 112x112); then they are terminated
+BP_PORTFOLIO_GRACE_S = 10.0
+
+
+def _bp_portfolio(
+    puzzle: Puzzle,
+    state: GridState,
+    encoding: str,
+    solver_options: dict[str, int] | None,
+    jobs: int,
+    stage_end: float,
+    ds: Any,
+    counts: dict[str, int],
+) -> tuple[bool | None, list[int] | None]:
+    """Run the restart slices of :func:`nonolab.bpsolve.schedule`, in schedule order, ``jobs``
+    at a time in worker processes (:func:`_bp_slice_worker`, with checks of
+    :data:`nonolab.bpsolve.CHECK_CONFLICTS` conflicts; each re-encodes ``state`` with
+    ``encoding``, so its model uses the caller's variable numbering); a new slice starts
+    whenever one ends without answer, until ``stage_end`` (a ``time.perf_counter()`` value).
+
+    Returns ``(True, model)`` from the first slice that finds a model (the others are
+    terminated), ``(False, None)`` when a slice refuted the CNF under no guesses, ``(None,
+    None)`` at the deadline. Each reported slice's counters are added to ``ds`` (a
+    :class:`nonolab.bpsolve.DecimationStats`) and ``counts['bp_restarts']`` counts the slices
+    that ended without answer. Spawned workers, as in :func:`solve_cubes`: a script calling
+    this needs the usual ``if __name__ == "__main__"`` guard.
+    """
+    import multiprocessing as mp
+    import queue
+
+    from nonolab import bpsolve
+
+    slices = bpsolve.schedule()
+    conflicts = bpsolve.CHECK_CONFLICTS
+    reports: queue.Queue = queue.Queue()
+    # time.time() is comparable across processes, time.perf_counter() is not
+    deadline_epoch = time.time() + (stage_end - time.perf_counter())
+    cells = state.to_cells()
+    in_flight = 0
+    ctx = mp.get_context("spawn")
+    with ctx.Pool(processes=jobs) as pool:
+
+        def start_next() -> None:
+            nonlocal in_flight
+            frac, checks, seed = next(slices)
+            work = (puzzle, cells, encoding, solver_options, frac, checks, seed, conflicts)
+            work += (deadline_epoch,)
+            pool.apply_async(
+                _bp_slice_worker, (work,), callback=reports.put, error_callback=reports.put
+            )
+            in_flight += 1
+
+        for _ in range(jobs):
+            start_next()
+        while in_flight:
+            wait = stage_end + BP_PORTFOLIO_GRACE_S - time.perf_counter()
+            try:
+                rep = reports.get(timeout=max(wait, 0.0))
+            except queue.Empty:
+                break
+            in_flight -= 1
+            if isinstance(rep, BaseException):
+                raise rep
+            ds.add(rep["stats"])
+            if rep["ok"] is not None:
+                return rep["ok"], rep["model"]
+            counts["bp_restarts"] += 1
+            if time.perf_counter() < stage_end:
+                start_next()
+    return None, None
+
+
+def _bp_slice_worker(args: tuple) -> dict[str, Any]:
+    """One restart slice of :func:`_bp_portfolio` in a worker process; returns ``{"ok",
+    "model", "stats"}`` as :func:`nonolab.bpsolve.decimate` gives them."""
+    from nonolab.bpsolve import DecimationStats, decimate
+
+    puzzle, cells, encoding, options, frac, checks, seed, conflicts, deadline_epoch = args
+    deadline = time.perf_counter() + (deadline_epoch - time.time())
+    stats = DecimationStats()
+    ok, model = None, None
+    if time.perf_counter() < deadline:
+        state = GridState.from_cells(cells)
+        enc = remaining_encoding(puzzle, state, encoding)
+        with _new_solver(AUTO_LARGE_SOLVER, enc.clauses, options) as s:
+            ok, model = decimate(
+                puzzle,
+                state,
+                s,
+                frac=frac,
+                check_conflicts=conflicts,
+                deadline=deadline,
+                max_checks=checks,
+                stats=stats,
+                seed=seed,
+            )
+    return {"ok": ok, "model": model, "stats": stats}
 
 
 def resolve_solver(name: str, n_unknown: int) -> str:

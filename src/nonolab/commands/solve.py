@@ -27,6 +27,7 @@ def solve_record(
     timeout_s: float | None = None,
     probing: bool | None = None,
     hard: str = "bp",
+    bp_jobs: int = 1,
 ) -> dict[str, Any]:
     """Return one puzzle's result as a JSON-ready dict.
 
@@ -35,7 +36,8 @@ def solve_record(
     :func:`nonolab.fastsolve.resolve_solver` for hybrid, with ``+bp`` when BP decimation
     (:mod:`nonolab.bpsolve`) and ``+kissat404`` when Kissat (:mod:`nonolab.hardsolve`) ran in
     the fallback, and ``cadical195`` for plain), ``hard``: the hybrid fallback's first method
-    (:data:`nonolab.fastsolve.HARD_METHODS`), ``status`` (unique |
+    (:data:`nonolab.fastsolve.HARD_METHODS`; ``bp_jobs`` processes run its restart slices),
+    ``status`` (unique |
     multiple | unsat | unknown), ``grid`` (row strings or None), ``second_grid`` (when
     multiple), ``time_s`` (wall seconds for this puzzle), the phase times in seconds (hybrid:
     ``propagate_s``, ``probe_s``, ``encode_s``, ``solve_s``, ``uniqueness_s``,
@@ -56,7 +58,15 @@ def solve_record(
         from nonolab.fastsolve import solve
 
         kw: dict[str, Any] = {} if probing is None else {"probing": probing}
-        res = solve(puzzle, encoding=encoding, solver=solver, timeout_s=timeout_s, hard=hard, **kw)
+        res = solve(
+            puzzle,
+            encoding=encoding,
+            solver=solver,
+            timeout_s=timeout_s,
+            hard=hard,
+            bp_jobs=bp_jobs,
+            **kw,
+        )
         rec.update(res.as_dict())
         if res.solver is not None:
             rec["solver"] = res.solver
@@ -79,6 +89,13 @@ def solve_record(
 def _worker(item: tuple[Puzzle, dict[str, Any]]) -> dict[str, Any]:
     puzzle, kw = item
     return solve_record(puzzle, **kw)
+
+
+def _positive_int(text: str) -> int:
+    n = int(text)
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"needs a whole number of at least 1, not {text}")
+    return n
 
 
 def _format_text(rec: dict[str, Any]) -> str:
@@ -118,6 +135,7 @@ def _solve(args: argparse.Namespace) -> int:
         "timeout_s": args.timeout,
         "probing": args.probing,
         "hard": args.hard,
+        "bp_jobs": args.bp_jobs,
     }
     items = [(p, kw) for p in puzzles]
     if args.jobs > 1 and len(items) > 1:
@@ -170,7 +188,7 @@ def register(sub: argparse._SubParsersAction) -> None:
             "cells are unknown after propagation, else cadical195; cadical195 for plain)"
         ),
     )
-    p.add_argument("--jobs", type=int, default=1, help="solve puzzles in N processes")
+    p.add_argument("--jobs", type=_positive_int, default=1, help="solve puzzles in N processes")
     p.add_argument("--timeout", type=float, default=None, help="seconds per puzzle")
     p.add_argument(
         "--probing",
@@ -186,6 +204,16 @@ def register(sub: argparse._SubParsersAction) -> None:
             "hybrid fallback for large puzzles CaDiCaL leaves open after 50k conflicts: bp = "
             "belief-propagation decimation checked by CaDiCaL, then Kissat (default); kissat = "
             "probing clauses + Kissat only"
+        ),
+    )
+    p.add_argument(
+        "--bp-jobs",
+        type=_positive_int,
+        default=1,
+        metavar="N",
+        help=(
+            "processes running the BP fallback's restart slices at once (default 1: one after "
+            "the other, a deterministic path; N > 1 uses N cores on one hard puzzle)"
         ),
     )
     p.add_argument("--format", default=None, help="puzzle format (default: from the extension)")
