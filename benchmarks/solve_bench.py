@@ -18,7 +18,8 @@ interrupted). Ratios are baseline time / hybrid time on the instances both finis
 
 Writes ``results/bench/solve.json`` and ``results/bench/solve.md``. ``--quick`` is a ~1 minute
 run. The machine load (``/proc/loadavg``) before and after is recorded: run the final benchmark
-single-process on a quiet machine.
+single-process on a quiet machine. ``--bp-jobs N`` gives the BP fallback of the hybrid N
+processes (for the density-0.5 boards; every other phase stays on one core).
 
     .venv/bin/python benchmarks/solve_bench.py --quick
     .venv/bin/python benchmarks/solve_bench.py            # full (~40 min: density 0.5 ~10 min each)
@@ -101,9 +102,10 @@ def random_suite(
 # solvers
 
 
-def run_hybrid(p: Puzzle, timeout_s: float | None) -> dict[str, Any]:
-    """Return the hybrid solver's record (status, grids, phase times in seconds)."""
-    r = solve(p, timeout_s=timeout_s)
+def run_hybrid(p: Puzzle, timeout_s: float | None, bp_jobs: int = 1) -> dict[str, Any]:
+    """Return the hybrid solver's record (status, grids, phase times in seconds); ``bp_jobs``:
+    processes for the BP fallback's restart slices (1: the whole solve on one core)."""
+    r = solve(p, timeout_s=timeout_s, bp_jobs=bp_jobs)
     rec = {
         "status": r.status,
         "time_to_first_s": r.times.get("time_to_first_s"),
@@ -321,6 +323,12 @@ def main(argv: list[str] | None = None) -> int:
         default=0,
         help="also run cube-and-conquer (2**K cubes over all CPUs) on random puzzles (0 = off)",
     )
+    ap.add_argument(
+        "--bp-jobs",
+        type=int,
+        default=1,
+        help="processes for the hybrid's BP fallback (default 1: every puzzle on one core)",
+    )
     ap.add_argument("--seed", type=int, default=20260301)
     ap.add_argument("--out", default="results/bench/solve.json")
     args = ap.parse_args(argv)
@@ -354,6 +362,7 @@ def main(argv: list[str] | None = None) -> int:
         "timeouts": {"hybrid_s": args.timeout, "random_s": rt, "cpsat_s": args.cpsat_cap},
         "plain_conflict_budget": args.plain_budget,
         "baseline_every": args.baseline_every,
+        "bp_jobs": args.bp_jobs,
     }
     t_all = time.perf_counter()
     results: dict[str, Any] = {}
@@ -372,7 +381,7 @@ def main(argv: list[str] | None = None) -> int:
         t_suite = time.perf_counter()
         for idx, (p, extra) in enumerate(items):
             cap = rt.get(extra["density"], args.timeout) if "density" in extra else args.timeout
-            rec = run_hybrid(p, cap)
+            rec = run_hybrid(p, cap, args.bp_jobs)
             inst: dict[str, Any] = {
                 "label": p.label,
                 "puzzle_hash": p.hash,
@@ -432,7 +441,12 @@ def markdown(out: dict[str, Any]) -> str:
         "solver auto: MiniSat 2.2 up to 1,000 unknown cells, else CaDiCaL 1.9.5, and the "
         "fallback after 50,000 conflicts without a solution: BP decimation checked by CaDiCaL "
         "(nonolab.bpsolve) for up to 1,800 s, then probing clauses + Kissat (nonolab.hardsolve); "
-        "uniqueness on the same instance). Times in seconds, single process.",
+        "uniqueness on the same instance). Times in seconds, single process"
+        + (
+            "."
+            if meta.get("bp_jobs", 1) == 1
+            else f", except the BP fallback: {meta['bp_jobs']} processes (--bp-jobs)."
+        ),
         "",
         "| suite | n | unique | multiple | unknown | wrong | total s | to first s | worst s "
         "(puzzle) | propagate | probe | encode | solve | uniqueness |",

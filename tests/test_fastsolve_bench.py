@@ -48,6 +48,7 @@ def test_bench_random_suite(tmp_path):
             assert inst["answer_check"] == "equals generating grid"
     md = out.with_suffix(".md").read_text()
     assert "| random | 4 |" in md
+    assert data["meta"]["bp_jobs"] == 1 and "single process." in md
 
 
 def test_ratio_summary_hand_case():
