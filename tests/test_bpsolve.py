@@ -319,6 +319,7 @@ def test_bp_stage_restarts_with_the_next_slice(monkeypatch):
     _beliefs_upside_down(monkeypatch)
     fb = fastsolve.solve(p, timeout_s=120)
     assert fb.solver == "cadical195+bp" and fb.counts["bp_restarts"] == 1
+    assert fb.counts["bp_slice"] == 1  # the second slice of the schedule found the model
     assert fb.counts["bp_checks"] > 2 and fb.counts["bp_flips"] > 0
     assert fb.status == fastsolve.solve(p, fallback=False).status
     assert satisfies(p, fb.grid)
@@ -352,7 +353,7 @@ def test_bp_portfolio_restarts_until_a_slice_solves(monkeypatch):
     monkeypatch.setattr(bpsolve, "SCHEDULE", ((0.01, 1), (0.02, 100_000)))
     fb = fastsolve.solve(p, timeout_s=120, bp_jobs=2)
     assert fb.solver == "cadical195+bp" and satisfies(p, fb.grid)
-    assert fb.counts["bp_restarts"] >= 1
+    assert fb.counts["bp_restarts"] >= 1 and fb.counts["bp_slice"] >= 1
     assert fb.counts["bp_checks"] >= fb.counts["bp_restarts"] + 1
 
 

@@ -593,7 +593,8 @@ def _bp_stage(
     on a fresh one). Returns None when BP decimation ran out of its own time limit (the caller
     goes on with Kissat); times add to ``solve_s`` and ``uniqueness_s``; counts ``bp_*`` (summed
     over slices, ``bp_max_known`` the maximum, ``bp_guesses`` of the last slice to end;
-    ``bp_restarts``: slices that ended without answer; ``bp_jobs``: ``jobs``)."""
+    ``bp_restarts``: slices that ended without answer; ``bp_jobs``: ``jobs``; ``bp_slice``: the
+    index in the schedule of the slice that found the model)."""
     from nonolab import bpsolve
     from nonolab.bpsolve import DecimationStats, decimate, schedule
 
@@ -629,7 +630,7 @@ def _bp_stage(
         if clock.expired():
             return SolveResult("unknown", reason="timeout (fallback: BP decimation)")
         return None
-    for frac, max_checks, seed in schedule():
+    for index, (frac, max_checks, seed) in enumerate(schedule()):
         if time.perf_counter() >= stage_end:
             break
         t = time.perf_counter()
@@ -651,6 +652,7 @@ def _bp_stage(
                 return SolveResult("unsat", reason="SAT solver (BP fallback): no solution")
             if ok:
                 assert model is not None
+                counts["bp_slice"] = index
                 return _after_first(
                     puzzle,
                     state,
@@ -706,7 +708,7 @@ def _bp_portfolio(
 
     from nonolab import bpsolve
 
-    slices = bpsolve.schedule()
+    slices = enumerate(bpsolve.schedule())
     conflicts = bpsolve.CHECK_CONFLICTS
     reports: queue.Queue = queue.Queue()
     # time.time() is comparable across processes, time.perf_counter() is not
@@ -718,9 +720,9 @@ def _bp_portfolio(
 
         def start_next() -> None:
             nonlocal in_flight
-            frac, checks, seed = next(slices)
+            index, (frac, checks, seed) = next(slices)
             work = (puzzle, cells, encoding, solver_options, frac, checks, seed, conflicts)
-            work += (deadline_epoch,)
+            work += (deadline_epoch, index)
             pool.apply_async(
                 _bp_slice_worker, (work,), callback=reports.put, error_callback=reports.put
             )
@@ -739,6 +741,8 @@ def _bp_portfolio(
                 raise rep
             ds.add(rep["stats"])
             if rep["ok"] is not None:
+                if rep["ok"]:
+                    counts["bp_slice"] = rep["index"]
                 return rep["ok"], rep["model"]
             counts["bp_restarts"] += 1
             if time.perf_counter() < stage_end:
@@ -748,10 +752,11 @@ def _bp_portfolio(
 
 def _bp_slice_worker(args: tuple) -> dict[str, Any]:
     """One restart slice of :func:`_bp_portfolio` in a worker process; returns ``{"ok",
-    "model", "stats"}`` as :func:`nonolab.bpsolve.decimate` gives them."""
+    "model", "stats"}`` as :func:`nonolab.bpsolve.decimate` gives them and the slice's
+    ``index`` in the schedule."""
     from nonolab.bpsolve import DecimationStats, decimate
 
-    puzzle, cells, encoding, options, frac, checks, seed, conflicts, deadline_epoch = args
+    puzzle, cells, encoding, options, frac, checks, seed, conflicts, deadline_epoch, index = args
     deadline = time.perf_counter() + (deadline_epoch - time.time())
     stats = DecimationStats()
     ok, model = None, None
@@ -770,7 +775,7 @@ def _bp_slice_worker(args: tuple) -> dict[str, Any]:
                 stats=stats,
                 seed=seed,
             )
-    return {"ok": ok, "model": model, "stats": stats}
+    return {"ok": ok, "model": model, "stats": stats, "index": index}
 
 
 def resolve_solver(name: str, n_unknown: int) -> str:
