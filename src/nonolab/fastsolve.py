@@ -33,7 +33,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pysat.solvers import Solver
 
@@ -51,6 +51,9 @@ from nonolab.linesolver import (
     propagate,
 )
 from nonolab.puzzles import Grid, Puzzle, check_solution
+
+if TYPE_CHECKING:  # imported lazily, where the fallback runs
+    from nonolab.bpsolve import DecimationStats
 
 #: conflicts per solve slice when a timeout is set (CaDiCaL cannot be interrupted from python-sat,
 #: so a timeout is enforced between slices of this many conflicts)
@@ -605,6 +608,15 @@ def _bp_stage(
     stage_end = time.perf_counter() + BP_LIMIT_S
     if clock.deadline is not None:
         stage_end = min(stage_end, clock.deadline)
+
+    def answer(ok: bool, model: list[int] | None, solver_for_second: Callable) -> SolveResult:
+        if not ok:
+            return SolveResult("unsat", reason="SAT solver (BP fallback): no solution")
+        assert model is not None
+        return _after_first(
+            puzzle, state, enc, model, clock, prove_unique, times, counts, solver_for_second
+        )
+
     if jobs > 1:
         t = time.perf_counter()
         ok, model = _bp_portfolio(
@@ -612,20 +624,9 @@ def _bp_stage(
         )
         times["solve_s"] += time.perf_counter() - t
         _bp_counts(ds, counts)
-        if ok is False:
-            return SolveResult("unsat", reason="SAT solver (BP fallback): no solution")
-        if ok:
-            assert model is not None
-            return _after_first(
-                puzzle,
-                state,
-                enc,
-                model,
-                clock,
-                prove_unique,
-                times,
-                counts,
-                lambda: _new_solver(AUTO_LARGE_SOLVER, enc.clauses, solver_options),
+        if ok is not None:
+            return answer(
+                ok, model, lambda: _new_solver(AUTO_LARGE_SOLVER, enc.clauses, solver_options)
             )
         if clock.expired():
             return SolveResult("unknown", reason="timeout (fallback: BP decimation)")
@@ -648,29 +649,17 @@ def _bp_stage(
             )
             times["solve_s"] += time.perf_counter() - t
             _bp_counts(ds, counts)
-            if ok is False:
-                return SolveResult("unsat", reason="SAT solver (BP fallback): no solution")
-            if ok:
-                assert model is not None
-                counts["bp_slice"] = index
-                return _after_first(
-                    puzzle,
-                    state,
-                    enc,
-                    model,
-                    clock,
-                    prove_unique,
-                    times,
-                    counts,
-                    lambda s=s: contextlib.nullcontext(s),
-                )
+            if ok is not None:
+                if ok:
+                    counts["bp_slice"] = index
+                return answer(ok, model, lambda s=s: contextlib.nullcontext(s))
         if clock.expired():
             return SolveResult("unknown", reason="timeout (fallback: BP decimation)")
         counts["bp_restarts"] += 1
     return None
 
 
-def _bp_counts(ds: Any, counts: dict[str, int]) -> None:
+def _bp_counts(ds: DecimationStats, counts: dict[str, int]) -> None:
     for k in ("rounds", "checks", "flips", "backtracks", "guesses", "max_known"):
         counts[f"bp_{k}"] = getattr(ds, k)
 
@@ -687,7 +676,7 @@ def _bp_portfolio(
     solver_options: dict[str, int] | None,
     jobs: int,
     stage_end: float,
-    ds: Any,
+    ds: DecimationStats,
     counts: dict[str, int],
 ) -> tuple[bool | None, list[int] | None]:
     """Run the restart slices of :func:`nonolab.bpsolve.schedule`, in schedule order, ``jobs``
