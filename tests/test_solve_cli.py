@@ -108,17 +108,24 @@ def test_bad_file_is_a_clear_error(tmp_path, capsys):
     assert "bad.nin" in err
 
 
-def test_hard_selects_the_fallback(tmp_path, capsys, monkeypatch):
-    """``--hard``: with a one-conflict first attempt every puzzle left to SAT goes through the
-    fallback, BP decimation by default and Kissat with ``--hard kissat``; same answers."""
+def _through_the_fallback(tmp_path, monkeypatch, seed):
+    """Write a random 36x36 puzzle file and give the first CDCL attempt one conflict, so that
+    solving it goes through the fallback; return the file's path."""
     import nonolab.fastsolve as fastsolve
 
     monkeypatch.setattr(fastsolve, "FALLBACK_AFTER_CONFLICTS", 1)
     monkeypatch.setattr(fastsolve, "AUTO_SMALL_MAX_UNKNOWN", 10)
-    rng = random.Random(0)
+    rng = random.Random(seed)
     g = [[int(rng.random() < 0.5) for _ in range(36)] for _ in range(36)]
     path = tmp_path / "p.non"
     path.write_text(to_non(Puzzle.from_grid(g, label="r36")), encoding="utf-8")
+    return path
+
+
+def test_hard_selects_the_fallback(tmp_path, capsys, monkeypatch):
+    """``--hard``: with a one-conflict first attempt every puzzle left to SAT goes through the
+    fallback, BP decimation by default and Kissat with ``--hard kissat``; same answers."""
+    path = _through_the_fallback(tmp_path, monkeypatch, seed=0)
     runs = {}
     for hard in ("bp", "kissat"):
         _, out = _run(capsys, ["solve", "--json", "--hard", hard, str(path)])
@@ -137,14 +144,7 @@ def test_hard_selects_the_fallback(tmp_path, capsys, monkeypatch):
 def test_bp_jobs_runs_the_fallback_on_several_cores(tmp_path, capsys, monkeypatch):
     """``--bp-jobs 2``: the BP fallback's restart slices run in two worker processes; the
     answer is the one-process answer, and the record says how many processes ran."""
-    import nonolab.fastsolve as fastsolve
-
-    monkeypatch.setattr(fastsolve, "FALLBACK_AFTER_CONFLICTS", 1)
-    monkeypatch.setattr(fastsolve, "AUTO_SMALL_MAX_UNKNOWN", 10)
-    rng = random.Random(1)
-    g = [[int(rng.random() < 0.5) for _ in range(36)] for _ in range(36)]
-    path = tmp_path / "p.non"
-    path.write_text(to_non(Puzzle.from_grid(g, label="r36")), encoding="utf-8")
+    path = _through_the_fallback(tmp_path, monkeypatch, seed=1)
     recs = {}
     for jobs in ("1", "2"):
         _, out = _run(capsys, ["solve", "--json", "--bp-jobs", jobs, str(path)])
