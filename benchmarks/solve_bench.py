@@ -485,8 +485,8 @@ def markdown(out: dict[str, Any]) -> str:
                 continue
             lines.append(
                 f"| {name} | {label} | {v['instances_run']} | {v['baseline_decided']} | "
-                f"{v['baseline_undecided']} | {v.get('baseline_total_s', 0):.2f} | "
-                f"{v.get('hybrid_total_s', 0):.2f} | {_f(v.get('ratio_total'))} | "
+                f"{v['baseline_undecided']} | {_s(v.get('baseline_total_s'))} | "
+                f"{_s(v.get('hybrid_total_s'))} | {_f(v.get('ratio_total'))} | "
                 f"{_f(v.get('ratio_median'))} |"
             )
     if "random" in out["suites"]:
@@ -508,6 +508,14 @@ def markdown(out: dict[str, Any]) -> str:
 
 def _f(v: float | None) -> str:
     return "" if v is None else f"{v:.2f}"
+
+
+def _s(v: float | None) -> str:
+    """Seconds for a table cell: ``-`` when nothing was timed (no instance decided by both),
+    two decimals from 0.1 s on, three significant digits below (a 1 ms puzzle is not 0.00)."""
+    if v is None:
+        return "-"
+    return f"{v:.2f}" if v >= 0.1 else f"{v:.3g}"
 
 
 if __name__ == "__main__":

@@ -71,3 +71,10 @@ def test_ratio_summary_hand_case():
     assert r["instances_run"] == 3 and r["baseline_decided"] == 2 and r["baseline_undecided"] == 1
     assert r["ratio_total"] == 6.0 / 3.0
     assert r["ratio_median"] == 2.5
+
+
+def test_seconds_cells():
+    bench = _load()
+    assert bench._s(None) == "-"
+    assert bench._s(12.345) == "12.35" and bench._s(0.1) == "0.10"
+    assert bench._s(0.0012345) == "0.00123" and bench._s(0.0) == "0"
