@@ -14,6 +14,10 @@ and ``solve_bench.py`` measures that end to end. Writes ``results/bench/bp_front
 
     python benchmarks/bp_frontier.py                      # board 0 of the benchmark, ~10 min
     python benchmarks/bp_frontier.py --boards 0,1,2 --timeout 1200
+    python benchmarks/bp_frontier.py --boards 5 --frac 0.04 --timeout 300 --trace
+
+``--trace`` adds each board's checks (guesses assumed, how many disagree with the generating
+grid, result, seconds): where a path first takes a guess that no solution shares.
 """
 
 from __future__ import annotations
@@ -34,15 +38,53 @@ from nonolab.fastsolve import _new_solver, _verified, remaining_encoding  # noqa
 from nonolab.linesolver import propagate  # noqa: E402
 
 
+class TracingSolver:
+    """The part of a python-sat solver that :func:`decimate` uses, passed through to ``solver``,
+    recording each check as ``[assumed guesses, guesses that disagree with the generating
+    grid, result (True model / False refuted / None budget out), seconds]`` in ``trace``.
+
+    A guess that disagrees with the generating grid is not necessarily wrong (a board may have
+    other solutions), but a refuted check with no disagreement cannot happen on a board whose
+    generating grid is its only solution."""
+
+    def __init__(self, solver, generator: list[list[int]]) -> None:
+        self.solver, self.generator = solver, generator
+        self.width = len(generator[0])
+        self.trace: list[list] = []
+
+    def conf_budget(self, budget: int) -> None:
+        self.solver.conf_budget(budget)
+
+    def get_model(self) -> list[int]:
+        return self.solver.get_model()
+
+    def solve_limited(self, assumptions: list[int]) -> bool | None:
+        t = time.perf_counter()
+        res = self.solver.solve_limited(assumptions=assumptions)
+        bad = 0
+        for lit in assumptions:
+            r, c = divmod(abs(lit) - 1, self.width)
+            bad += self.generator[r][c] != int(lit > 0)
+        self.trace.append([len(assumptions), bad, res, round(time.perf_counter() - t, 3)])
+        return res
+
+
 def run_board(
-    puzzle, frac: float, budget: int, timeout: float, guess_seed: int | None = None
+    puzzle,
+    frac: float,
+    budget: int,
+    timeout: float,
+    guess_seed: int | None = None,
+    generator: list[list[int]] | None = None,
 ) -> dict:
-    """Return one board's record (times in seconds)."""
+    """Return one board's record (times in seconds); with ``generator`` (the grid the board was
+    made from) it has a ``trace`` of every check (:class:`TracingSolver`)."""
     t0 = time.perf_counter()
     state = propagate(puzzle)
     enc = remaining_encoding(puzzle, state)
     stats = DecimationStats()
-    with _new_solver("cadical195", enc.clauses) as s:
+    with _new_solver("cadical195", enc.clauses) as s0:
+        s = s0 if generator is None else TracingSolver(s0, generator)
         ok, model = decimate(
             puzzle,
             state,
@@ -60,10 +102,12 @@ def run_board(
     rec["time_s"] = round(time.perf_counter() - t0, 1)
     rec["cells_by_propagation"] = state.n_known()
     rec.update({k: round(v, 1) if isinstance(v, float) else v for k, v in vars(stats).items()})
+    if generator is not None:
+        rec["trace"] = s.trace
     return rec
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seed", type=int, default=20260301)
     ap.add_argument("--density", type=float, default=0.5)
@@ -73,17 +117,30 @@ def main() -> None:
     ap.add_argument("--budget", type=int, default=5000, help="conflicts per CaDiCaL check")
     ap.add_argument("--timeout", type=float, default=1800.0, help="seconds per board")
     ap.add_argument("--guess-seed", type=int, default=None, help="random guesses (decimate's seed)")
+    ap.add_argument(
+        "--trace",
+        action="store_true",
+        help="record every check: guesses assumed, how many disagree with the generating grid, "
+        "result, seconds",
+    )
     ap.add_argument("--out", default="results/bench/bp_frontier.json")
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
     idx = [int(x) for x in args.boards.split(",")]
     suite = random_suite([args.density], max(idx) + 1, args.size, args.seed)
     boards = []
     for i in idx:
         rec = {
             "board": i,
-            **run_board(suite[i][0], args.frac, args.budget, args.timeout, args.guess_seed),
+            **run_board(
+                suite[i][0],
+                args.frac,
+                args.budget,
+                args.timeout,
+                args.guess_seed,
+                suite[i][1]["generator"] if args.trace else None,
+            ),
         }
-        print(json.dumps(rec), flush=True)
+        print(json.dumps({k: v for k, v in rec.items() if k != "trace"}), flush=True)
         boards.append(rec)
     out = {
         "suite": {"size": args.size, "density": args.density, "seed": args.seed},
@@ -92,6 +149,7 @@ def main() -> None:
             "budget": args.budget,
             "timeout_s": args.timeout,
             "guess_seed": args.guess_seed,
+            "trace": args.trace,
         },
         "boards": boards,
         "nonolab": __version__,
@@ -100,7 +158,8 @@ def main() -> None:
     }
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(out, indent=1) + "\n", encoding="utf-8")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())
