@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from statsmodels.stats.multitest import multipletests
 
@@ -112,6 +112,9 @@ def test_reml_loglik_matches_dense_formula():
     var_q=st.floats(0.0, 3.0),
     keep=st.floats(0.6, 1.0),
 )
+# found by hypothesis: every start of the direct fit stopped at the stationary point
+# var_participant = 0, short of the interior optimum (REML log-likelihood 0.01 lower)
+@example(seed=342, var_p=0.0, var_q=0.03125, keep=1.0)
 def test_statsmodels_and_direct_reml_agree(seed, var_p, var_q, keep):
     d = crossed_data(9, 6, var_p, var_q, 1.0, seed=seed, keep=keep)
     fit = mm.fit_crossed(d, "y ~ x")

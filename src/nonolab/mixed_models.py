@@ -435,7 +435,9 @@ def reml_fit_arrays(
 
     A compact direct implementation: the REML criterion profiled over the residual variance
     (lme4's parametrisation, relative SDs ``theta >= 0``), minimised by bounded L-BFGS-B from
-    several starts plus each boundary face (one variance fixed at 0); the best is kept. With a
+    several starts plus each boundary face (one variance fixed at 0); the best is kept, and a
+    relative SD that ends at 0 is restarted from 0.3 and 1.0 (0 is a stationary point in
+    theta, so the optimiser can stop there short of a better interior optimum). With a
     warm ``start`` (bootstrap refits) only that start is used, and a boundary face only when
     the optimum's relative SD for it is below 0.2. Used for
     start values of :func:`fit_crossed` and for the bootstrap refits; tests check it against
@@ -486,6 +488,18 @@ def reml_fit_arrays(
             best_f = fv
     if not np.isfinite(best_f):
         raise FloatingPointError("REML fit failed at every start")
+    # A relative SD of exactly 0 is a stationary point of the criterion in theta (the variance
+    # is theta^2), so L-BFGS-B can stop there although an interior optimum is better (found by
+    # a hypothesis example: seed 342 of the crossed-data test). Restart off every zero.
+    for j in range(k):
+        if best_t[j] > 1e-4:
+            continue
+        for push in (0.3, 1.0):
+            x0 = np.maximum(best_t, 1e-2)
+            x0[j] = push
+            res = minimize(f, x0, method="L-BFGS-B", bounds=[(0.0, None)] * k, options=opts)
+            if float(res.fun) < best_f - 1e-10:
+                best_t, best_f = np.asarray(res.x, dtype=float), float(res.fun)
     crit, beta, xtwx_inv, s2 = _profiled_reml(best_t, c)
     variances = np.append(best_t**2 * s2, s2)
     return beta, s2 * xtwx_inv, variances, -crit / 2
