@@ -1,5 +1,10 @@
 """Shared fixtures. ``study_dir``: the public study data in ../shared (fails under CI=true when
-missing, skips with a visible reason otherwise)."""
+missing, skips with a visible reason otherwise).
+
+Hypothesis: under ``CI=true`` the property tests draw the same examples on every run
+(``derandomize``), so a CI result can be reproduced; local runs draw new examples each time
+and keep the failures hypothesis finds in its database (``.hypothesis/``). An example found
+that way is made a fixed ``@example`` of its test."""
 
 from __future__ import annotations
 
@@ -7,6 +12,7 @@ import os
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("NONOLAB_SHARED", REPO.parent / "shared")).resolve()
@@ -16,6 +22,11 @@ BENCH_DIR = SHARED / "benchmarks"
 
 def _truthy(name: str) -> bool:
     return os.environ.get(name, "").lower() in ("1", "true", "yes")
+
+
+settings.register_profile("ci", derandomize=True, print_blob=True)
+if _truthy("CI"):
+    settings.load_profile("ci")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
