@@ -8,8 +8,10 @@ that way is made a fixed ``@example`` of its test."""
 
 from __future__ import annotations
 
+import importlib.util
 import os
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 from hypothesis import settings
@@ -59,3 +61,21 @@ def study_dir() -> Path:
 def bench_dir() -> Path:
     """The public Nonogram benchmark folder (../shared/benchmarks)."""
     return _require(BENCH_DIR, "benchmark puzzles")
+
+
+@pytest.fixture(scope="session")
+def benchmark_script():
+    """Return a loader: ``load(name)`` imports ``benchmarks/<name>.py`` (the scripts are not a
+    package) and returns the module, once per session."""
+    loaded: dict[str, ModuleType] = {}
+
+    def load(name: str) -> ModuleType:
+        if name not in loaded:
+            path = REPO / "benchmarks" / f"{name}.py"
+            spec = importlib.util.spec_from_file_location(name, path)
+            mod = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(mod)
+            loaded[name] = mod
+        return loaded[name]
+
+    return load

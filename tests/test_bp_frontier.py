@@ -2,22 +2,14 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
-from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
 
-
-def _load():
-    sys.path.insert(0, str(REPO / "benchmarks"))
-    spec = importlib.util.spec_from_file_location("bp_frontier", REPO / "benchmarks/bp_frontier.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+@pytest.fixture
+def bp(benchmark_script):
+    return benchmark_script("bp_frontier")
 
 
 class _Fake:
@@ -36,8 +28,7 @@ class _Fake:
         return False if 2 in assumptions else None
 
 
-def test_tracing_solver_hand_case():
-    bp = _load()
+def test_tracing_solver_hand_case(bp):
     fake = _Fake()
     t = bp.TracingSolver(fake, [[1, 1, 0]])
     t.conf_budget(7)
@@ -51,12 +42,11 @@ def test_tracing_solver_hand_case():
 
 
 @pytest.mark.parametrize(("number", "frac", "budget"), [(3, 0.05, 10), (14, 0.2, 100)])
-def test_trace_on_unique_puzzles(bench_dir, monkeypatch, number, frac, budget):
+def test_trace_on_unique_puzzles(bp, bench_dir, monkeypatch, number, frac, budget):
     """TAAI 2011 puzzles whose published grid is the only solution, with BP's beliefs turned
     upside down so that checks are refuted: the trace has one entry per check, the last one is
     the model, and a check is refuted only if some guess disagrees with the published grid (a
     model agrees with every guess)."""
-    bp = _load()
     from nonolab import bpsolve
     from nonolab.fastsolve import solve
     from nonolab.formats import read_puzzles, read_taai_solutions
@@ -76,8 +66,7 @@ def test_trace_on_unique_puzzles(bench_dir, monkeypatch, number, frac, budget):
         assert (res is not True or bad == 0) and (res is not False or bad > 0)
 
 
-def test_main_writes_trace(tmp_path):
-    bp = _load()
+def test_main_writes_trace(bp, tmp_path):
     out = tmp_path / "f.json"
     args = ["--size", "10", "--boards", "0,1", "--frac", "0.1", "--budget", "200"]
     assert bp.main([*args, "--timeout", "60", "--trace", "--out", str(out)]) == 0

@@ -2,22 +2,17 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
-from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-
-
-def _load():
-    spec = importlib.util.spec_from_file_location("solve_bench", REPO / "benchmarks/solve_bench.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+import pytest
 
 
-def test_bench_random_suite(tmp_path):
-    bench = _load()
+@pytest.fixture
+def bench(benchmark_script):
+    return benchmark_script("solve_bench")
+
+
+def test_bench_random_suite(bench, tmp_path):
     out = tmp_path / "solve.json"
     code = bench.main(
         [
@@ -51,8 +46,7 @@ def test_bench_random_suite(tmp_path):
     assert data["meta"]["bp_jobs"] == 1 and "single process." in md
 
 
-def test_ratio_summary_hand_case():
-    bench = _load()
+def test_ratio_summary_hand_case(bench):
     inst = [
         {
             "hybrid": {"status": "unique", "time_s": 1.0},
@@ -73,8 +67,7 @@ def test_ratio_summary_hand_case():
     assert r["ratio_median"] == 2.5
 
 
-def test_seconds_cells():
-    bench = _load()
+def test_seconds_cells(bench):
     assert bench._s(None) == "-"
     assert bench._s(12.345) == "12.35" and bench._s(0.1) == "0.10"
     assert bench._s(0.0012345) == "0.00123" and bench._s(0.0) == "0"
