@@ -665,7 +665,7 @@ def _bp_counts(ds: DecimationStats, counts: dict[str, int]) -> None:
 
 
 #: seconds :func:`_bp_portfolio` waits past its deadline for the slices still running to
-#: report (each stops at its next check, ~1 s at 112x112); then they are terminated
+#: report (each stops at its next check, ~1 s at 112x112); then they are killed
 BP_PORTFOLIO_GRACE_S = 10.0
 
 
@@ -685,49 +685,36 @@ def _bp_portfolio(
     ``encoding``, so its model uses the caller's variable numbering); a new slice starts
     whenever one ends without answer, until ``stage_end`` (a ``time.perf_counter()`` value).
 
-    Returns ``(True, model)`` from the first slice that finds a model (the others are
-    terminated), ``(False, None)`` when a slice refuted the CNF under no guesses, ``(None,
-    None)`` at the deadline. Each reported slice's counters are added to ``ds`` (a
+    Returns ``(True, model)`` from the first slice that finds a model (the others are killed:
+    :class:`nonolab.workers.Workers`), ``(False, None)`` when a slice refuted the CNF under no
+    guesses, ``(None, None)`` at the deadline. Each reported slice's counters are added to ``ds`` (a
     :class:`nonolab.bpsolve.DecimationStats`) and ``counts['bp_restarts']`` counts the slices
     that ended without answer. Spawned workers, as in :func:`solve_cubes`: a script calling
     this needs the usual ``if __name__ == "__main__"`` guard.
     """
-    import multiprocessing as mp
-    import queue
-
     from nonolab import bpsolve
+    from nonolab.workers import Workers
 
     slices = enumerate(bpsolve.schedule())
     conflicts = bpsolve.CHECK_CONFLICTS
-    reports: queue.Queue = queue.Queue()
     # time.time() is comparable across processes, time.perf_counter() is not
     deadline_epoch = time.time() + (stage_end - time.perf_counter())
     cells = state.to_cells()
-    in_flight = 0
-    ctx = mp.get_context("spawn")
-    with ctx.Pool(processes=jobs) as pool:
+    with Workers(jobs, _bp_slice_worker) as workers:
 
         def start_next() -> None:
-            nonlocal in_flight
             index, (frac, checks, seed) = next(slices)
             work = (puzzle, cells, encoding, solver_options, frac, checks, seed, conflicts)
-            work += (deadline_epoch, index)
-            pool.apply_async(
-                _bp_slice_worker, (work,), callback=reports.put, error_callback=reports.put
-            )
-            in_flight += 1
+            workers.submit(index, work + (deadline_epoch, index))
 
         for _ in range(jobs):
             start_next()
-        while in_flight:
+        while workers.busy:
             wait = stage_end + BP_PORTFOLIO_GRACE_S - time.perf_counter()
-            try:
-                rep = reports.get(timeout=max(wait, 0.0))
-            except queue.Empty:
+            done = workers.next_result(timeout=max(wait, 0.0))
+            if done is None:
                 break
-            in_flight -= 1
-            if isinstance(rep, BaseException):
-                raise rep
+            rep = done[1]
             ds.add(rep["stats"])
             if rep["ok"] is not None:
                 if rep["ok"]:
@@ -980,7 +967,7 @@ def _solve_cubes(
     times: dict[str, float],
     counts: dict[str, int],
 ) -> SolveResult:
-    import multiprocessing as mp
+    from nonolab.workers import Workers
 
     pre = _presolve(puzzle, probing, clock, None, times, counts)
     if isinstance(pre, SolveResult):
@@ -1002,11 +989,17 @@ def _solve_cubes(
     t = time.perf_counter()
     grids: list[Grid] = []
     undecided = refuted = 0
-    # spawn, not fork: a forked child can inherit locks held by the parent's threads (BLAS,
-    # Arrow) and hang; worker start-up (~1 s) is small next to a hard puzzle's cube search.
-    ctx = mp.get_context("spawn")
-    with ctx.Pool(processes=jobs) as pool:
-        for res in pool.imap_unordered(_cube_worker, work):
+    # spawned workers (no fork: a forked child can inherit locks held by the parent's threads,
+    # BLAS, Arrow), killed when two solutions are in; start-up (~1 s) is small next to a hard
+    # puzzle's cube search
+    todo = list(enumerate(work))
+    with Workers(jobs, _cube_worker) as workers:
+        while todo or workers.busy:
+            while todo and workers.idle:
+                workers.submit(*todo.pop(0))
+            done = workers.next_result()
+            assert done is not None  # no timeout: every cube's worker watches the deadline
+            res = done[1]
             for g in res["grids"]:
                 if g not in grids:
                     grids.append(_verified(puzzle, g))
@@ -1017,7 +1010,6 @@ def _solve_cubes(
             elif not res["grids"]:
                 refuted += 1
             if len(grids) >= 2:
-                pool.terminate()
                 break
     times["solve_s"] = time.perf_counter() - t
     counts["cubes_undecided"] = undecided

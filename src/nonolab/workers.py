@@ -1,0 +1,157 @@
+"""Worker processes that can always be stopped, for the solver's portfolios.
+
+:class:`Workers` runs ``jobs`` spawned processes, each with a pipe of its own to the caller,
+and no lock or queue shared between them. It replaces ``multiprocessing.Pool`` where the
+caller abandons work in flight (the first model found ends a BP portfolio; two solutions end
+a cube search): ``Pool.terminate()`` can deadlock on the lock of the task queue it shares
+with its workers (CPython issues 73945 and 78178, open), and a Pool whose worker dies waits
+for its result forever. Here the caller kills the workers (SIGKILL) when it is done, and a
+worker that dies is reported as :class:`WorkerDied` at once. See docs/decisions.md
+("Worker processes").
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import multiprocessing.connection as mpc
+import time
+import traceback
+from collections.abc import Callable, Hashable
+from typing import Any
+
+#: seconds :meth:`Workers.close` waits for each killed process to be reaped
+JOIN_AFTER_KILL_S = 5.0
+
+
+class WorkerDied(RuntimeError):
+    """A worker process ended while it had a task (killed by a signal, or ``os._exit``)."""
+
+
+class WorkerError(RuntimeError):
+    """A task raised an exception that could not be sent back as itself; the message holds
+    the worker's traceback."""
+
+
+def _serve(conn: mpc.Connection, fn: Callable[[Any], Any]) -> None:
+    """A worker's loop: receive a task argument, send back ``("ok", fn(arg))`` or
+    ``("error", exception)``; return when the caller's end of the pipe closes."""
+    while True:
+        try:
+            arg = conn.recv()
+        except (EOFError, OSError):
+            return
+        try:
+            reply: tuple[str, Any] = ("ok", fn(arg))
+        except BaseException as exc:  # noqa: BLE001 - every failure goes back to the caller
+            reply = ("error", exc, traceback.format_exc())
+        try:
+            conn.send(reply)
+        except Exception:  # the exception or result did not pickle: send its text instead
+            conn.send(("error", None, traceback.format_exc()))
+
+
+class Workers:
+    """``jobs`` spawned worker processes running ``fn`` (a module-level function, so that it
+    pickles) on one task at a time each.
+
+    Use as a context manager: leaving it kills every worker, whatever it is doing, and reaps
+    it. :meth:`submit` gives a task to an idle worker under a caller's ``tag``;
+    :meth:`next_result` returns ``(tag, result)`` of the next task to finish, re-raising a
+    task's exception in the caller."""
+
+    def __init__(self, jobs: int, fn: Callable[[Any], Any]) -> None:
+        if jobs < 1:
+            raise ValueError(f"jobs={jobs!r}: needs at least 1")
+        ctx = mp.get_context("spawn")  # no fork: a forked child inherits the caller's locks
+        self._procs: list[Any] = []
+        self._conns: list[mpc.Connection] = []
+        self._busy: dict[int, Hashable] = {}  # worker index -> tag of its task
+        try:
+            for _ in range(jobs):
+                mine, theirs = ctx.Pipe(duplex=True)
+                proc = ctx.Process(target=_serve, args=(theirs, fn), daemon=True)
+                proc.start()
+                theirs.close()
+                self._procs.append(proc)
+                self._conns.append(mine)
+        except BaseException:
+            self.close()
+            raise
+
+    def __enter__(self) -> Workers:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def idle(self) -> int:
+        """Return the number of workers without a task."""
+        return len(self._procs) - len(self._busy)
+
+    @property
+    def busy(self) -> int:
+        """Return the number of tasks given out and not yet returned."""
+        return len(self._busy)
+
+    def submit(self, tag: Hashable, arg: Any) -> None:
+        """Give ``arg`` to an idle worker; ``tag`` comes back with its result. Raises
+        RuntimeError when every worker is busy."""
+        free = [i for i in range(len(self._procs)) if i not in self._busy]
+        if not free:
+            raise RuntimeError("every worker is busy: take a result first")
+        proc = self._procs[free[0]]
+        if proc.exitcode is not None:
+            raise WorkerDied(f"idle worker {proc.pid} ended (exit code {proc.exitcode})")
+        self._conns[free[0]].send(arg)
+        self._busy[free[0]] = tag
+
+    def next_result(self, timeout: float | None = None) -> tuple[Hashable, Any] | None:
+        """Wait up to ``timeout`` seconds (None: for as long as it takes) for a task to finish
+        and return ``(tag, result)``; None when none finished in time or none is in flight.
+        Re-raises the task's exception (or :class:`WorkerError` with the worker's traceback
+        when the exception did not pickle); raises :class:`WorkerDied` when a worker with a
+        task ended."""
+        if not self._busy:
+            return None
+        end = None if timeout is None else time.monotonic() + max(timeout, 0.0)
+        while True:
+            left = None if end is None else max(end - time.monotonic(), 0.0)
+            by_conn = {self._conns[i]: i for i in self._busy}
+            by_sentinel = {self._procs[i].sentinel: i for i in self._busy}
+            ready = mpc.wait([*by_conn, *by_sentinel], timeout=left)
+            if not ready:
+                return None
+            for obj in ready:  # a pipe with a reply first: a worker may reply, then die
+                if obj in by_conn:
+                    i = by_conn[obj]
+                    try:
+                        reply = obj.recv()
+                    except (EOFError, OSError):
+                        continue  # the worker died mid-reply: its sentinel tells
+                    tag = self._busy.pop(i)
+                    if reply[0] == "ok":
+                        return tag, reply[1]
+                    if reply[1] is not None:
+                        raise reply[1]
+                    raise WorkerError(f"task {tag!r} failed in its worker:\n{reply[2]}")
+            for obj in ready:
+                if obj in by_sentinel:
+                    i = by_sentinel[obj]
+                    proc = self._procs[i]
+                    proc.join(JOIN_AFTER_KILL_S)
+                    raise WorkerDied(
+                        f"worker {proc.pid} ended (exit code {proc.exitcode}) during task "
+                        f"{self._busy[i]!r}"
+                    )
+
+    def close(self) -> None:
+        """Kill every worker (SIGKILL, whether idle or busy) and reap it; idempotent."""
+        for proc in self._procs:
+            if proc.exitcode is None:
+                proc.kill()
+        for proc in self._procs:
+            proc.join(JOIN_AFTER_KILL_S)
+        for conn in self._conns:
+            conn.close()
+        self._procs, self._conns, self._busy = [], [], {}
