@@ -13,6 +13,11 @@ import pytest
 from nonolab.workers import WorkerDied, Workers
 
 
+def _sleep_then_return(seconds: float) -> float:
+    time.sleep(seconds)
+    return seconds
+
+
 def _all(workers: Workers, timeout: float = 60.0) -> dict:
     out = {}
     while workers.busy:
@@ -67,3 +72,21 @@ def test_a_timeout_returns_none_and_close_kills_busy_workers():
 def test_jobs_must_be_positive():
     with pytest.raises(ValueError, match="at least 1"):
         Workers(0, abs)
+
+
+def test_imap_keeps_input_order():
+    args = [0.3, 0.0, 0.2, 0.0, 0.1, 0.0, 0.0]  # the later tasks finish first
+    with Workers(3, _sleep_then_return) as w:
+        assert list(w.imap(args)) == args
+        assert list(w.imap([])) == []
+        w.submit("x", 0.0)
+        with pytest.raises(RuntimeError, match="idle workers"):
+            next(w.imap([0.0]))
+
+
+def test_leaving_imap_early_kills_its_workers():
+    with Workers(2, _sleep_then_return) as w:
+        procs = list(w._procs)
+        gen = w.imap([0.0, 600.0, 600.0])
+        assert next(gen) == 0.0
+    assert all(p.exitcode is not None for p in procs)

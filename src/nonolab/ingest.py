@@ -29,7 +29,7 @@ import os
 import re
 from bisect import bisect_right
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from functools import cache, partial
 from pathlib import Path
@@ -365,6 +365,8 @@ def _ingest_study(study_dir: str | Path, preset: Preset) -> IngestResult:
 #: available CPU, at most 8, or ``NONOLAB_INGEST_WORKERS``; 1 = no pool), each file
 #: independently; smaller ones in this process.
 PARALLEL_MIN_FILES = 200
+#: files a worker process reads per task
+PARALLEL_CHUNK = 32
 
 
 def _read_source(
@@ -405,11 +407,17 @@ def _read_sources(
     if n_workers < 2 or len(sources) < PARALLEL_MIN_FILES:
         yield from map(work, sources)
         return
-    import multiprocessing
+    from nonolab.workers import Workers
 
-    ctx = multiprocessing.get_context("fork")
-    with ctx.Pool(n_workers) as pool:
-        yield from pool.imap(work, sources, chunksize=32)
+    chunks = [sources[i : i + PARALLEL_CHUNK] for i in range(0, len(sources), PARALLEL_CHUNK)]
+    with Workers(n_workers, partial(_read_chunk, work)) as workers:
+        for outs in workers.imap(chunks):
+            yield from outs
+
+
+def _read_chunk(work: Callable[[Any], dict[str, Any]], sources: list[Any]) -> list[dict[str, Any]]:
+    """Return ``[work(s) for s in sources]`` (one task of a worker process)."""
+    return [work(s) for s in sources]
 
 
 def _ingest_participant(

@@ -16,7 +16,7 @@ import multiprocessing as mp
 import multiprocessing.connection as mpc
 import time
 import traceback
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Iterable, Iterator
 from typing import Any
 
 #: seconds :meth:`Workers.close` waits for each killed process to be reaped
@@ -144,6 +144,31 @@ class Workers:
                         f"worker {proc.pid} ended (exit code {proc.exitcode}) during task "
                         f"{self._busy[i]!r}"
                     )
+
+    def imap(self, args: Iterable[Any]) -> Iterator[Any]:
+        """Yield ``fn(arg)`` for every ``arg``, in input order, keeping every worker busy (at
+        most ``jobs`` results wait out of order). Needs no task of the caller's in flight."""
+        if self._busy:
+            raise RuntimeError("imap needs idle workers: take the results in flight first")
+        todo = iter(enumerate(args))
+        waiting: dict[int, Any] = {}
+        next_out = 0
+        exhausted = False
+        while True:
+            while not exhausted and self.idle:
+                item = next(todo, None)
+                if item is None:
+                    exhausted = True
+                else:
+                    self.submit(*item)
+            while next_out in waiting:
+                yield waiting.pop(next_out)
+                next_out += 1
+            if not self._busy:
+                return
+            done = self.next_result()
+            assert done is not None  # no timeout, a task in flight
+            waiting[done[0]] = done[1]
 
     def close(self) -> None:
         """Kill every worker (SIGKILL, whether idle or busy) and reap it; idempotent."""
