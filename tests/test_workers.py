@@ -90,3 +90,9 @@ def test_leaving_imap_early_kills_its_workers():
         gen = w.imap([0.0, 600.0, 600.0])
         assert next(gen) == 0.0
     assert all(p.exitcode is not None for p in procs)
+
+
+def test_forked_workers_need_no_picklable_function():
+    offset = 10
+    with Workers(2, lambda x: x + offset, start_method="fork") as w:
+        assert list(w.imap(range(5))) == [10, 11, 12, 13, 14]

@@ -410,7 +410,9 @@ def _read_sources(
     from nonolab.workers import Workers
 
     chunks = [sources[i : i + PARALLEL_CHUNK] for i in range(0, len(sources), PARALLEL_CHUNK)]
-    with Workers(n_workers, partial(_read_chunk, work)) as workers:
+    # fork: a worker starts with the parent's imports and tables (spawn cost ~0.8 s of 6.6 s
+    # on a 1,000-participant study); ingest runs no threads of its own
+    with Workers(n_workers, partial(_read_chunk, work), start_method="fork") as workers:
         for outs in workers.imap(chunks):
             yield from outs
 

@@ -51,18 +51,20 @@ def _serve(conn: mpc.Connection, fn: Callable[[Any], Any]) -> None:
 
 
 class Workers:
-    """``jobs`` spawned worker processes running ``fn`` (a module-level function, so that it
-    pickles) on one task at a time each.
+    """``jobs`` worker processes running ``fn`` on one task at a time each: spawned (``fn``
+    a module-level function, so that it pickles), or started by ``start_method`` ("fork",
+    "forkserver").
 
     Use as a context manager: leaving it kills every worker, whatever it is doing, and reaps
     it. :meth:`submit` gives a task to an idle worker under a caller's ``tag``;
     :meth:`next_result` returns ``(tag, result)`` of the next task to finish, re-raising a
     task's exception in the caller."""
 
-    def __init__(self, jobs: int, fn: Callable[[Any], Any]) -> None:
+    def __init__(self, jobs: int, fn: Callable[[Any], Any], start_method: str = "spawn") -> None:
         if jobs < 1:
             raise ValueError(f"jobs={jobs!r}: needs at least 1")
-        ctx = mp.get_context("spawn")  # no fork: a forked child inherits the caller's locks
+        # spawn by default: a forked child inherits the locks the caller's other threads hold
+        ctx = mp.get_context(start_method)
         self._procs: list[Any] = []
         self._conns: list[mpc.Connection] = []
         self._busy: dict[int, Hashable] = {}  # worker index -> tag of its task
