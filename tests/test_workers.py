@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import math
 import os
+import signal
+import subprocess
+import sys
 import time
 
 import pytest
@@ -96,3 +99,62 @@ def test_forked_workers_need_no_picklable_function():
     offset = 10
     with Workers(2, lambda x: x + offset, start_method="fork") as w:
         assert list(w.imap(range(5))) == [10, 11, 12, 13, 14]
+
+
+_ORPHAN_SCRIPT = r"""
+import os, subprocess, sys, time
+from nonolab.workers import Workers
+
+if __name__ == "__main__":
+    w = Workers(1, time.sleep)
+    w.submit("long", 600)
+    # a Kissat child as hardsolve starts it, on a formula it cannot finish (pigeonhole 12 -> 11)
+    kissat = subprocess.Popen(
+        [sys.executable, "-m", "nonolab.hardsolve", str(os.getpid())],
+        stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    import pickle
+    from pysat.examples.genhard import PHP
+    kissat.stdin.write(pickle.dumps([tuple(c) for c in PHP(11).clauses]))
+    kissat.stdin.close()
+    time.sleep(1.0)
+    print(w._procs[0].pid, kissat.pid, flush=True)
+    os._exit(0)  # no cleanup: as when pytest-timeout or a crash ends the caller
+"""
+
+
+def _running(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"  # a zombie has ended
+    except FileNotFoundError:
+        return False
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="prctl is Linux-only")
+def test_workers_and_the_kissat_child_die_with_their_caller():
+    caller = subprocess.Popen(
+        [sys.executable, "-c", _ORPHAN_SCRIPT], stdout=subprocess.PIPE, text=True
+    )
+    pids = [int(x) for x in caller.stdout.readline().split()]
+    caller.wait(timeout=60)
+    try:
+        assert len(pids) == 2
+        end = time.monotonic() + 20
+        while any(map(_running, pids)) and time.monotonic() < end:
+            time.sleep(0.1)
+        assert not any(map(_running, pids))
+    finally:
+        for pid in pids:  # a failing run leaves no orphan behind
+            if _running(pid):
+                os.kill(pid, signal.SIGKILL)
+        caller.stdout.close()
+
+
+def test_die_with_parent_exits_when_the_parent_is_already_gone():
+    code = (
+        "import os; from nonolab.workers import die_with_parent; "
+        "die_with_parent(os.getppid() + 10**6); print('survived')"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 1 and "survived" not in out.stdout

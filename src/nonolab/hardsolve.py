@@ -21,6 +21,7 @@ Kissat without the probing clauses found no Knotty solution in 220 s; with them,
 
 from __future__ import annotations
 
+import os
 import pickle
 import subprocess
 import sys
@@ -76,11 +77,12 @@ def kissat_solve(
     ``(False, None)`` (unsatisfiable) or ``(None, None)`` when the deadline (a
     ``time.perf_counter()`` value) passed and the child was killed.
 
-    The child is ``python -m nonolab.hardsolve`` reading the clauses (pickled) on stdin and
-    writing ``(ok, model)`` (pickled) on stdout, so callers need no ``__main__`` guard."""
+    The child is ``python -m nonolab.hardsolve PARENT_PID`` reading the clauses (pickled) on
+    stdin and writing ``(ok, model)`` (pickled) on stdout, so callers need no ``__main__``
+    guard; it dies with its caller (:func:`nonolab.workers.die_with_parent`)."""
     payload = pickle.dumps([tuple(c) for c in clauses], protocol=pickle.HIGHEST_PROTOCOL)
     proc = subprocess.Popen(
-        [sys.executable, "-m", "nonolab.hardsolve"],
+        [sys.executable, "-m", "nonolab.hardsolve", str(os.getpid())],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -92,6 +94,10 @@ def kissat_solve(
         proc.kill()
         proc.communicate()
         return None, None
+    finally:
+        if proc.poll() is None:  # interrupted otherwise (KeyboardInterrupt, ...): no orphan
+            proc.kill()
+            proc.wait()
     if proc.returncode != 0:
         raise RuntimeError(f"Kissat child failed ({proc.returncode}): {err.decode()[-500:]}")
     ok, model = pickle.loads(out)
@@ -101,6 +107,10 @@ def kissat_solve(
 def _child_main() -> None:  # pragma: no cover - runs in the child process
     from pysat.solvers import Solver
 
+    from nonolab.workers import die_with_parent
+
+    # Kissat cannot be interrupted: it must not outlive its caller
+    die_with_parent(int(sys.argv[1]) if len(sys.argv) > 1 else os.getppid())
     clauses = pickle.loads(sys.stdin.buffer.read())
     with Solver(name=KISSAT, bootstrap_with=clauses) as s:
         ok = s.solve()

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import multiprocessing.connection as mpc
+import os
 import time
 import traceback
 from collections.abc import Callable, Hashable, Iterable, Iterator
@@ -32,9 +33,35 @@ class WorkerError(RuntimeError):
     the worker's traceback."""
 
 
-def _serve(conn: mpc.Connection, fn: Callable[[Any], Any]) -> None:
+def die_with_parent(parent_pid: int) -> bool:
+    """Ask Linux to SIGKILL this process when its parent ``parent_pid`` ends
+    (``prctl(PR_SET_PDEATHSIG)``), so that a worker or solver child does not run on after its
+    caller crashed, was killed or left by ``os._exit``. Call it first thing in the child. The
+    signal follows the thread that started the child; every caller here keeps that thread
+    until the child is done. Returns True when set, False where ``prctl`` is not available
+    (other systems); exits at once when the parent has already gone."""
+    import ctypes
+    import signal
+    import sys
+
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        if libc.prctl(1, int(signal.SIGKILL), 0, 0, 0) != 0:  # 1 = PR_SET_PDEATHSIG
+            return False
+    except (OSError, AttributeError):
+        return False
+    if os.getppid() != parent_pid:  # the parent ended before the request took effect
+        os._exit(1)
+    return True
+
+
+def _serve(conn: mpc.Connection, fn: Callable[[Any], Any], parent_pid: int) -> None:
     """A worker's loop: receive a task argument, send back ``("ok", fn(arg))`` or
-    ``("error", exception)``; return when the caller's end of the pipe closes."""
+    ``("error", exception)``; return when the caller's end of the pipe closes, and die with
+    the caller (:func:`die_with_parent`)."""
+    die_with_parent(parent_pid)
     while True:
         try:
             arg = conn.recv()
@@ -71,7 +98,7 @@ class Workers:
         try:
             for _ in range(jobs):
                 mine, theirs = ctx.Pipe(duplex=True)
-                proc = ctx.Process(target=_serve, args=(theirs, fn), daemon=True)
+                proc = ctx.Process(target=_serve, args=(theirs, fn, os.getpid()), daemon=True)
                 proc.start()
                 theirs.close()
                 self._procs.append(proc)
