@@ -87,6 +87,14 @@ def test_imap_keeps_input_order():
             next(w.imap([0.0]))
 
 
+def test_imap_unordered_gives_each_result_with_its_input_index():
+    args = [0.3, 0.0, 0.2, 0.0]
+    with Workers(2, _sleep_then_return) as w:
+        got = list(w.imap_unordered(args))
+        assert sorted(got) == sorted(enumerate(args)) and w.busy == 0
+        assert got[0] == (1, 0.0)  # the first short task finishes before the long one
+
+
 def test_leaving_imap_early_kills_its_workers():
     with Workers(2, _sleep_then_return) as w:
         procs = list(w._procs)

@@ -687,8 +687,8 @@ def _bp_portfolio(
 
     Returns ``(True, model)`` from the first slice that finds a model (the others are killed:
     :class:`nonolab.workers.Workers`), ``(False, None)`` when a slice refuted the CNF under no
-    guesses, ``(None, None)`` at the deadline. Each reported slice's counters are added to ``ds`` (a
-    :class:`nonolab.bpsolve.DecimationStats`) and ``counts['bp_restarts']`` counts the slices
+    guesses, ``(None, None)`` at the deadline. Each reported slice's counters are added to
+    ``ds`` (a :class:`nonolab.bpsolve.DecimationStats`) and ``counts['bp_restarts']`` counts the slices
     that ended without answer. Spawned workers, as in :func:`solve_cubes`: a script calling
     this needs the usual ``if __name__ == "__main__"`` guard.
     """
@@ -705,7 +705,7 @@ def _bp_portfolio(
         def start_next() -> None:
             index, (frac, checks, seed) = next(slices)
             work = (puzzle, cells, encoding, solver_options, frac, checks, seed, conflicts)
-            workers.submit(index, work + (deadline_epoch, index))
+            workers.submit(index, work + (deadline_epoch,))
 
         for _ in range(jobs):
             start_next()
@@ -714,11 +714,11 @@ def _bp_portfolio(
             done = workers.next_result(timeout=max(wait, 0.0))
             if done is None:
                 break
-            rep = done[1]
+            index, rep = done
             ds.add(rep["stats"])
             if rep["ok"] is not None:
                 if rep["ok"]:
-                    counts["bp_slice"] = rep["index"]
+                    counts["bp_slice"] = index
                 return rep["ok"], rep["model"]
             counts["bp_restarts"] += 1
             if time.perf_counter() < stage_end:
@@ -728,11 +728,11 @@ def _bp_portfolio(
 
 def _bp_slice_worker(args: tuple) -> dict[str, Any]:
     """One restart slice of :func:`_bp_portfolio` in a worker process; returns ``{"ok",
-    "model", "stats"}`` as :func:`nonolab.bpsolve.decimate` gives them and the slice's
-    ``index`` in the schedule."""
+    "model", "stats"}`` as :func:`nonolab.bpsolve.decimate` gives them (the caller knows the
+    slice's index in the schedule: it is the task's tag)."""
     from nonolab.bpsolve import DecimationStats, decimate
 
-    puzzle, cells, encoding, options, frac, checks, seed, conflicts, deadline_epoch, index = args
+    puzzle, cells, encoding, options, frac, checks, seed, conflicts, deadline_epoch = args
     deadline = time.perf_counter() + (deadline_epoch - time.time())
     stats = DecimationStats()
     ok, model = None, None
@@ -751,7 +751,7 @@ def _bp_slice_worker(args: tuple) -> dict[str, Any]:
                 stats=stats,
                 seed=seed,
             )
-    return {"ok": ok, "model": model, "stats": stats, "index": index}
+    return {"ok": ok, "model": model, "stats": stats}
 
 
 def resolve_solver(name: str, n_unknown: int) -> str:
@@ -992,14 +992,8 @@ def _solve_cubes(
     # spawned workers (no fork: a forked child can inherit locks held by the parent's threads,
     # BLAS, Arrow), killed when two solutions are in; start-up (~1 s) is small next to a hard
     # puzzle's cube search
-    todo = list(enumerate(work))
     with Workers(jobs, _cube_worker) as workers:
-        while todo or workers.busy:
-            while todo and workers.idle:
-                workers.submit(*todo.pop(0))
-            done = workers.next_result()
-            assert done is not None  # no timeout: every cube's worker watches the deadline
-            res = done[1]
+        for _, res in workers.imap_unordered(work):
             for g in res["grids"]:
                 if g not in grids:
                     grids.append(_verified(puzzle, g))

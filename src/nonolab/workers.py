@@ -174,30 +174,31 @@ class Workers:
                         f"{self._busy[i]!r}"
                     )
 
-    def imap(self, args: Iterable[Any]) -> Iterator[Any]:
-        """Yield ``fn(arg)`` for every ``arg``, in input order, keeping every worker busy (at
-        most ``jobs`` results wait out of order). Needs no task of the caller's in flight."""
+    def imap_unordered(self, args: Iterable[Any]) -> Iterator[tuple[Hashable, Any]]:
+        """Yield ``(i, fn(args[i]))`` as tasks finish, keeping every worker busy until ``args``
+        runs out. Needs no task of the caller's in flight; leaving the loop early leaves the
+        tasks in flight to :meth:`close`."""
         if self._busy:
             raise RuntimeError("imap needs idle workers: take the results in flight first")
         todo = iter(enumerate(args))
-        waiting: dict[int, Any] = {}
-        next_out = 0
-        exhausted = False
         while True:
-            while not exhausted and self.idle:
-                item = next(todo, None)
-                if item is None:
-                    exhausted = True
-                else:
-                    self.submit(*item)
+            while self.idle and (item := next(todo, None)) is not None:
+                self.submit(*item)
+            done = self.next_result()
+            if done is None:  # nothing in flight: every task is done
+                return
+            yield done
+
+    def imap(self, args: Iterable[Any]) -> Iterator[Any]:
+        """Yield ``fn(arg)`` for every ``arg``, in input order, keeping every worker busy (at
+        most ``jobs`` results wait out of order). Needs no task of the caller's in flight."""
+        waiting: dict[Hashable, Any] = {}
+        next_out = 0
+        for i, value in self.imap_unordered(args):
+            waiting[i] = value
             while next_out in waiting:
                 yield waiting.pop(next_out)
                 next_out += 1
-            if not self._busy:
-                return
-            done = self.next_result()
-            assert done is not None  # no timeout, a task in flight
-            waiting[done[0]] = done[1]
 
     def close(self) -> None:
         """Kill every worker (SIGKILL, whether idle or busy) and reap it; idempotent."""
