@@ -14,7 +14,9 @@ Per instance: status, time to the first solution and to the uniqueness proof, ph
 answer check; and, on a subset, the same puzzle with (a) OR-Tools CP-SAT (one automaton
 constraint per line, 1 worker and all workers, capped) and (b) the plain block-start + CaDiCaL
 path (``nonolab.solvers.uniqueness``, capped by a conflict budget since CaDiCaL cannot be
-interrupted). Ratios are baseline time / hybrid time on the instances both finished.
+interrupted), and (c) where the hybrid's BP guidance ran, the hybrid without it
+(``guide="none"``, baseline ``unguided``). Ratios are baseline time / hybrid time on the
+instances both finished.
 
 Writes ``results/bench/solve.json`` and ``results/bench/solve.md``. ``--quick`` is a ~1 minute
 run. The machine load (``/proc/loadavg``) before and after is recorded: run the final benchmark
@@ -102,10 +104,13 @@ def random_suite(
 # solvers
 
 
-def run_hybrid(p: Puzzle, timeout_s: float | None, bp_jobs: int = 1) -> dict[str, Any]:
+def run_hybrid(
+    p: Puzzle, timeout_s: float | None, bp_jobs: int = 1, guide: str = "bp"
+) -> dict[str, Any]:
     """Return the hybrid solver's record (status, grids, phase times in seconds); ``bp_jobs``:
-    processes for the BP fallback's restart slices (1: the whole solve on one core)."""
-    r = solve(p, timeout_s=timeout_s, bp_jobs=bp_jobs)
+    processes for the BP fallback's restart slices (1: the whole solve on one core);
+    ``guide``: its first-solution guidance (``none`` is the ``unguided`` baseline)."""
+    r = solve(p, timeout_s=timeout_s, bp_jobs=bp_jobs, guide=guide)
     rec = {
         "status": r.status,
         "time_to_first_s": r.times.get("time_to_first_s"),
@@ -270,10 +275,10 @@ def suite_summary(instances: list[dict]) -> dict[str, Any]:
         "worst_label": worst["label"] if worst else None,
         "phase_totals_s": {
             k: sum(h["phases"].get(k, 0.0) for h in hy)
-            for k in ("propagate_s", "probe_s", "encode_s", "solve_s", "uniqueness_s")
+            for k in ("propagate_s", "probe_s", "encode_s", "guide_s", "solve_s", "uniqueness_s")
         },
     }
-    for key in ("cpsat_1", "cpsat_all", "plain", "cubes"):
+    for key in ("unguided", "cpsat_1", "cpsat_all", "plain", "cubes"):
         r = ratio_summary(instances, key)
         if r is not None:
             out[f"vs_{key}"] = r
@@ -395,6 +400,11 @@ def main(argv: list[str] | None = None) -> int:
             if args.cube_vars and suite == "random":
                 inst["cubes"] = run_cubes(p, args.cube_vars, cap)
             if not args.no_baselines and idx % args.baseline_every == 0:
+                if rec["phases"].get("guide_s", 0.0) > 0.0:  # the guidance ran: without it
+                    ung = run_hybrid(p, cap, args.bp_jobs, guide="none")
+                    ung.pop("_grid")
+                    ung.pop("_second")
+                    inst["unguided"] = ung
                 if have_ortools:
                     inst["cpsat_1"] = run_cpsat(p, 1, args.cpsat_cap)
                     inst["cpsat_all"] = run_cpsat(p, os.cpu_count() or 1, args.cpsat_cap)
@@ -406,7 +416,7 @@ def main(argv: list[str] | None = None) -> int:
                 f"({inst['answer_check']})"
                 + "".join(
                     f" {k}={inst[k]['status']}/{inst[k]['time_s']:.2f}s"
-                    for k in ("cpsat_1", "cpsat_all", "plain", "cubes")
+                    for k in ("unguided", "cpsat_1", "cpsat_all", "plain", "cubes")
                     if k in inst
                 ),
                 flush=True,
@@ -441,7 +451,8 @@ def markdown(out: dict[str, Any]) -> str:
         "solver auto: MiniSat 2.2 up to 1,000 unknown cells, else CaDiCaL 1.9.5, and the "
         "fallback after 50,000 conflicts without a solution: BP decimation checked by CaDiCaL "
         "(nonolab.bpsolve) for up to 1,800 s, then probing clauses + Kissat (nonolab.hardsolve); "
-        "uniqueness on the same instance). Times in seconds, single process"
+        "first solution guided by belief propagation up to 1,000 unknown cells; uniqueness on "
+        "the same instance). Times in seconds, single process"
         + (
             "."
             if meta.get("bp_jobs", 1) == 1
@@ -449,8 +460,8 @@ def markdown(out: dict[str, Any]) -> str:
         ),
         "",
         "| suite | n | unique | multiple | unknown | wrong | total s | to first s | worst s "
-        "(puzzle) | propagate | probe | encode | solve | uniqueness |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|",
+        "(puzzle) | propagate | probe | encode | guide | solve | uniqueness |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|",
     ]
     for name, r in out["suites"].items():
         s = r["summary"]
@@ -459,7 +470,8 @@ def markdown(out: dict[str, Any]) -> str:
             f"| {name} | {s['n']} | {s['unique']} | {s['multiple']} | {s['unknown']} | "
             f"{s['wrong_answers']} | {s['total_s']:.2f} | {s['total_to_first_s']:.2f} | "
             f"{s['worst_s']:.2f} ({s['worst_label']}) | {ph['propagate_s']:.2f} | "
-            f"{ph['probe_s']:.2f} | {ph['encode_s']:.2f} | {ph['solve_s']:.2f} | "
+            f"{ph['probe_s']:.2f} | {ph['encode_s']:.2f} | {ph.get('guide_s', 0.0):.2f} | "
+            f"{ph['solve_s']:.2f} | "
             f"{ph['uniqueness_s']:.2f} |"
         )
     lines += [
@@ -473,6 +485,7 @@ def markdown(out: dict[str, Any]) -> str:
         "|---|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
     names = {
+        "unguided": "hybrid without BP guidance (guide=none)",
         "cpsat_1": "CP-SAT 1 worker",
         "cpsat_all": "CP-SAT all workers",
         "plain": "block_start + CaDiCaL",

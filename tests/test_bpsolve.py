@@ -49,14 +49,16 @@ def _brute_cavity(clue, w1, w0):
 _weight = st.sampled_from([0.0, 1.0, 0.5]) | st.floats(1e-3, 1.0)
 
 
+@pytest.mark.parametrize("compiled", [False, True])
 @settings(max_examples=150, deadline=None)
 @given(
     n=st.integers(1, 9),
     data=st.data(),
 )
-def test_cavity_messages_match_brute_force(n, data):
+def test_cavity_messages_match_brute_force(compiled, n, data):
     """Several lines of one length at once (padded automata of different sizes): every cavity
-    message equals the brute-force weighted marginal over the clue's completions."""
+    message equals the brute-force weighted marginal over the clue's completions, with the
+    numpy recurrences and with the compiled kernel."""
     k = data.draw(st.integers(1, 4))
     clues, w1, w0 = [], [], []
     for _ in range(k):
@@ -67,9 +69,31 @@ def test_cavity_messages_match_brute_force(n, data):
             clues.append(tuple(data.draw(st.lists(st.integers(1, n), max_size=3))))
         w1.append(data.draw(st.lists(_weight, min_size=n, max_size=n)))
         w0.append(data.draw(st.lists(_weight, min_size=n, max_size=n)))
-    got = cavity_messages(line_automata(clues), np.array(w1), np.array(w0))
+    got = cavity_messages(line_automata(clues), np.array(w1), np.array(w0), compiled)
     for i in range(k):
         assert got[i] == pytest.approx(_brute_cavity(clues[i], w1[i], w0[i]), abs=1e-9)
+
+
+def test_compiled_kernel_is_there_and_matches_numpy():
+    """numba is a dependency, so the compiled kernel exists (else ``compiled=True`` would quietly
+    run numpy); on 25- and 112-cell lines and through :func:`beliefs` it gives numpy's messages
+    up to rounding."""
+    assert bpsolve._compiled_kernel() is not None
+    rng = np.random.default_rng(5)
+    for n in (25, 112):
+        g = (rng.random((n, n)) < 0.5).astype(int)
+        p = Puzzle.from_grid(g.tolist())
+        aut = line_automata(p.rows)
+        w1 = rng.random((n, n))
+        w1[rng.random((n, n)) < 0.2] = 0.0
+        w0 = 1 - w1
+        a = cavity_messages(aut, w1, w0)
+        b = cavity_messages(aut, w1, w0, compiled=True)
+        assert np.abs(a - b).max() < 1e-12
+        known = np.where(rng.random((n, n)) < 0.1, g, -1)
+        auts = (aut, line_automata(p.cols))
+        (ba, (ra, ca)), (bb, (rb, cb)) = beliefs(auts, known), beliefs(auts, known, compiled=True)
+        assert max(np.abs(ba - bb).max(), np.abs(ra - rb).max(), np.abs(ca - cb).max()) < 1e-9
 
 
 def test_cavity_messages_by_hand():

@@ -10,7 +10,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from nonolab.fastsolve import SolveResult, remaining_encoding, solve
+from nonolab.fastsolve import (
+    GUIDE_STAGES,
+    SolveResult,
+    _Clock,
+    _new_solver,
+    _solve_limited,
+    _Watchdog,
+    remaining_encoding,
+    solve,
+)
 from nonolab.linesolver import propagate
 from nonolab.puzzles import Puzzle, line_clue, satisfies
 
@@ -102,12 +111,17 @@ grids = st.integers(1, 4).flatmap(
 )
 
 
-@settings(max_examples=80, deadline=None)
-@given(grids, st.booleans(), st.sampled_from(["order", "block_start"]))
-def test_status_matches_brute_force(grid, probing, encoding):
+@settings(max_examples=120, deadline=None)
+@given(
+    grids,
+    st.booleans(),
+    st.sampled_from(["order", "block_start"]),
+    st.sampled_from(["bp", "none"]),
+)
+def test_status_matches_brute_force(grid, probing, encoding, guide):
     p = Puzzle.from_grid(grid)
     n = _brute_force_count(p)
-    r = solve(p, probing=probing, encoding=encoding)
+    r = solve(p, probing=probing, encoding=encoding, guide=guide)
     assert r.status == ("unique" if n == 1 else "multiple")
     assert satisfies(p, r.grid)
     if n == 1:
@@ -121,18 +135,94 @@ def test_minisat_timeout_interrupts_one_search():
     conflicts as without one) and a search past the deadline ends near it with ``unknown``."""
     rng = random.Random(1)
     p = Puzzle.from_grid([[int(rng.random() < 0.5) for _ in range(35)] for _ in range(35)])
-    a = solve(p, solver="minisat22")
-    b = solve(p, solver="minisat22", timeout_s=60)
+    a = solve(p, solver="minisat22", guide="none")
+    b = solve(p, solver="minisat22", timeout_s=60, guide="none")
     assert a.counts["conflicts"] > 2000  # more than one CaDiCaL-style slice
     assert (a.status, a.counts["conflicts"]) == (b.status, b.counts["conflicts"])
     rng = random.Random(1)
     hard = Puzzle.from_grid([[int(rng.random() < 0.5) for _ in range(45)] for _ in range(45)])
     t0 = time.perf_counter()
-    r = solve(hard, solver="minisat22", timeout_s=0.05)  # needs ~1 s (21,784 conflicts) here
+    r = solve(hard, solver="minisat22", timeout_s=0.05, guide="none")  # needs ~1 s here
     assert r.status == "unknown" and "timeout" in r.reason
     assert time.perf_counter() - t0 < 5
-    again = solve(p, solver="minisat22", timeout_s=60)  # no interrupt flag left behind
+    again = solve(p, solver="minisat22", timeout_s=60, guide="none")  # no interrupt flag left
     assert again.counts["conflicts"] == a.counts["conflicts"]
+
+
+def test_guided_search_keeps_statuses_and_respects_limits():
+    """BP guidance only changes which solution comes first: on random puzzles (some unsat,
+    from clues of two different grids) both modes give the same status; a timeout or a
+    conflict budget that ends a guided stage ends the search as ``unknown``."""
+    rng = random.Random(21)
+    seen = set()
+    for i in range(40):
+        n = rng.randint(5, 12)
+        g = [[int(rng.random() < 0.5) for _ in range(n)] for _ in range(n)]
+        p = Puzzle.from_grid(g)
+        if i % 4 == 3:  # rows of one grid, columns of another with the same total
+            g2 = [row[::-1] for row in g[::-1]]
+            p = Puzzle(rows=p.rows, cols=Puzzle.from_grid([r[1:] + r[:1] for r in g2]).cols)
+        a, b = solve(p, guide="bp"), solve(p, guide="none")
+        assert a.status == b.status
+        seen.add(a.status)
+        if a.grid is not None:
+            assert satisfies(p, a.grid)
+        assert a.times["guide_s"] >= 0.0 and b.times["guide_s"] == 0.0
+        assert b.counts.get("guide_stage", 0) == 0
+    assert {"unique", "multiple", "unsat"} <= seen
+    rng = random.Random(1)
+    mid = Puzzle.from_grid([[int(rng.random() < 0.5) for _ in range(30)] for _ in range(30)])
+    r = solve(mid, conflict_budget=10)
+    assert r.counts["guide_stage"] == 0 and r.times["guide_s"] > 0.0
+    # each guided stage and the plain search get the budget (MiniSat may overshoot a little)
+    assert r.status == "unknown" and r.counts["conflicts"] <= (len(GUIDE_STAGES) + 1) * 20
+    # the stages' searches stop at the deadline like the plain one (timer, MiniSat)
+    g = [[int(rng.random() < 0.5) for _ in range(45)] for _ in range(45)]
+    hard = Puzzle.from_grid(g)
+    state = propagate(hard)  # assume 5 cells of the generating grid: still a long search
+    lits = [(r * 45 + c + 1) * (1 if g[r][c] else -1) for r, c in state.unknown_cells()[:5]]
+    clauses = remaining_encoding(hard, state).clauses
+    with _new_solver("minisat22", clauses) as s:
+        t0 = time.perf_counter()
+        ok = _solve_limited(s, _Clock(0.05), None, "minisat22", lits)
+        assert ok is None and time.perf_counter() - t0 < 5
+    # one watchdog timer for all calls on a solver (what solve() uses): it stops the first
+    # call at the deadline, and later calls return at once
+    clock = _Clock(0.05)
+    with _new_solver("minisat22", clauses) as s, _Watchdog(s, clock, "minisat22") as wd:
+        assert wd.active
+        t0 = time.perf_counter()
+        # unlimited, this search ends with a model after ~1 s: None means it was interrupted
+        assert _solve_limited(s, clock, None, "minisat22", lits, wd) is None
+        assert _solve_limited(s, clock, None, "minisat22", (), wd) is None
+        assert time.perf_counter() - t0 < 5
+    assert not _Watchdog(s, _Clock(None), "minisat22").active
+    assert not _Watchdog(s, _Clock(1.0), "cadical195").active
+    with pytest.raises(ValueError, match="guide"):
+        solve(hard, guide="magic")
+
+
+def test_guided_search_needs_fewer_conflicts_on_taai(bench_dir):
+    """The point of the guidance (docs/decisions.md): on every 50th TAAI 2011 puzzle MiniSat
+    needs far fewer conflicts with BP-ranked assumptions than without (conflict counts are
+    deterministic); the statuses are the same."""
+    from nonolab.formats import read_puzzles
+
+    puzzles = read_puzzles(bench_dir / "zxkyjimmy+NonogramRecord/question/taai2011.txt")
+    guided = plain = 0
+    for p in puzzles[::50]:
+        a, b = solve(p), solve(p, guide="none")
+        assert a.status == b.status
+        guided += a.counts["conflicts"]
+        plain += b.counts["conflicts"]
+    assert guided < plain / 2
+    # #297: every guided stage ends without a model, then the plain search finds one; with a
+    # timeout (MiniSat stopped by a timer) the search is the same: a stage's conflict budget
+    # must not stay set for the plain search or the uniqueness check
+    p = puzzles[296]
+    a, b = solve(p), solve(p, timeout_s=600)
+    assert a.counts["guide_stage"] == 0 and a.status == "multiple"
+    assert (b.status, b.counts["conflicts"]) == (a.status, a.counts["conflicts"])
 
 
 def test_remaining_encoding_drops_solved_lines():

@@ -26,7 +26,7 @@ Everything else (the guesses, an unrefuted check) is heuristic and can only cost
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -114,14 +114,32 @@ def _shift(a: np.ndarray, by: int) -> np.ndarray:
     return out
 
 
-def cavity_messages(aut: LineAutomata, w1: np.ndarray, w0: np.ndarray) -> np.ndarray:
+def cavity_messages(
+    aut: LineAutomata, w1: np.ndarray, w0: np.ndarray, compiled: bool = False
+) -> np.ndarray:
     """Return each line's cavity message to each of its cells: P(cell filled), over the line's
     completions weighted by the *other* cells' weights (lines x cells, floats in [0, 1]).
 
     ``w1``/``w0`` (lines x cells, non-negative): each cell's incoming weight of filled/empty.
     A cell with no completion on either value gets 0.0. Forward and backward vectors are
     normalised at every step, so long lines do not underflow.
+
+    ``compiled``: use the numba kernel (:func:`_cavity_compiled`, ~20x faster on 25-cell
+    lines) when numba is installed. It computes the same recurrences cell by cell, so its
+    messages equal numpy's up to rounding (sums are taken in another order), which can reorder
+    cells whose beliefs tie; the decimation keeps numpy so that its measured paths stay
+    reproducible (docs/decisions.md).
     """
+    kernel = _compiled_kernel() if compiled else None
+    if kernel is not None:
+        return kernel(
+            aut.has_one,
+            aut.loop0,
+            aut.end,
+            aut.accept,
+            np.ascontiguousarray(w1, dtype=np.float64),
+            np.ascontiguousarray(w0, dtype=np.float64),
+        )
     has_one, loop0, end, acc = aut.has_one, aut.loop0, aut.end, aut.accept
     n_lines, n = w1.shape
     alpha = np.zeros((n + 1, n_lines, has_one.shape[1]))
@@ -147,6 +165,76 @@ def cavity_messages(aut: LineAutomata, w1: np.ndarray, w0: np.ndarray) -> np.nda
     return m1 / np.where(tot == 0, 1, tot)
 
 
+def _cavity_compiled(
+    has_one: np.ndarray,
+    loop0: np.ndarray,
+    end: np.ndarray,
+    acc: np.ndarray,
+    w1: np.ndarray,
+    w0: np.ndarray,
+) -> np.ndarray:  # pragma: no cover - runs compiled; tested against the numpy version
+    """:func:`cavity_messages` line by line and state by state (the numba kernel): the same
+    forward and backward recurrences over the automaton (arguments as in :class:`LineAutomata`;
+    ``w1``/``w0`` lines x cells), normalised at every step. Returns lines x cells."""
+    n_lines, n = w1.shape
+    m = has_one.shape[1]
+    out = np.zeros((n_lines, n))
+    alpha = np.zeros((n + 1, m))
+    beta = np.zeros(m + 1)
+    nxt = np.zeros(m)
+    for ln in range(n_lines):
+        alpha[:] = 0.0
+        alpha[0, 0] = 1.0
+        for i in range(n):
+            f1 = w1[ln, i]
+            f0 = w0[ln, i]
+            tot = 0.0
+            for q in range(m):
+                v = alpha[i, q] * loop0[ln, q] * f0
+                if q > 0:
+                    v += alpha[i, q - 1] * (has_one[ln, q - 1] * f1 + end[ln, q - 1] * f0)
+                alpha[i + 1, q] = v
+                tot += v
+            if tot > 0.0:
+                for q in range(m):
+                    alpha[i + 1, q] /= tot
+        beta[:] = 0.0
+        for q in range(m):
+            beta[q] = acc[ln, q]
+        for i in range(n - 1, -1, -1):
+            m1 = 0.0
+            m0 = 0.0
+            tot = 0.0
+            for q in range(m):
+                one = has_one[ln, q] * beta[q + 1]
+                zero = loop0[ln, q] * beta[q] + end[ln, q] * beta[q + 1]
+                m1 += alpha[i, q] * one
+                m0 += alpha[i, q] * zero
+                v = one * w1[ln, i] + zero * w0[ln, i]
+                nxt[q] = v
+                tot += v
+            for q in range(m):
+                beta[q] = nxt[q] / tot if tot > 0.0 else nxt[q]
+            out[ln, i] = m1 / (m1 + m0) if m1 + m0 > 0.0 else 0.0
+    return out
+
+
+_KERNEL: list = []
+
+
+def _compiled_kernel() -> Callable[..., np.ndarray] | None:
+    """Return :func:`_cavity_compiled` compiled by numba (imported on first use, ~0.15 s;
+    compiled once and cached on disk), or None when numba is not installed."""
+    if not _KERNEL:
+        try:
+            from numba import njit
+        except ImportError:  # pragma: no cover - numba is a dependency
+            _KERNEL.append(None)
+        else:
+            _KERNEL.append(njit(cache=True, nogil=True)(_cavity_compiled))
+    return _KERNEL[0]
+
+
 Messages = tuple[np.ndarray, np.ndarray]
 
 
@@ -157,6 +245,7 @@ def beliefs(
     iters: int = BP_ITERS,
     damping: float = BP_DAMPING,
     tol: float = BP_TOL,
+    compiled: bool = False,
 ) -> tuple[np.ndarray, Messages]:
     """Return ``(belief, messages)`` after at most ``iters`` damped BP sweeps (rows, then
     columns), stopping once no message moves by more than ``tol``.
@@ -164,7 +253,8 @@ def beliefs(
     ``automata``: (rows, columns); ``known`` (height x width): -1 unknown, 0 empty, 1 filled
     (known cells are evidence); ``init``: the row and column messages of a previous call (warm
     start), else all 0.5. ``belief`` (height x width) is each cell's P(filled): 1.0/0.0 on known
-    cells. ``messages`` can be passed back as ``init``.
+    cells. ``messages`` can be passed back as ``init``. ``compiled``: the numba line kernel (see
+    :func:`cavity_messages`).
     """
     rows_a, cols_a = automata
     if init is None:
@@ -174,8 +264,8 @@ def beliefs(
     ev1 = np.where(known == 0, 0.0, 1.0)
     ev0 = np.where(known == 1, 0.0, 1.0)
     for _ in range(iters):
-        r_new = cavity_messages(rows_a, cm * ev1, (1 - cm) * ev0)
-        c_new = cavity_messages(cols_a, (r_new * ev1).T, ((1 - r_new) * ev0).T).T
+        r_new = cavity_messages(rows_a, cm * ev1, (1 - cm) * ev0, compiled)
+        c_new = cavity_messages(cols_a, (r_new * ev1).T, ((1 - r_new) * ev0).T, compiled).T
         delta = max(np.abs(r_new - rm).max(), np.abs(c_new - cm).max())
         rm = damping * rm + (1 - damping) * r_new
         cm = damping * cm + (1 - damping) * c_new

@@ -28,6 +28,7 @@ def solve_record(
     probing: bool | None = None,
     hard: str = "bp",
     bp_jobs: int = 1,
+    guide: str = "bp",
 ) -> dict[str, Any]:
     """Return one puzzle's result as a JSON-ready dict.
 
@@ -37,10 +38,11 @@ def solve_record(
     (:mod:`nonolab.bpsolve`) and ``+kissat404`` when Kissat (:mod:`nonolab.hardsolve`) ran in
     the fallback, and ``cadical195`` for plain), ``hard``: the hybrid fallback's first method
     (:data:`nonolab.fastsolve.HARD_METHODS`; ``bp_jobs`` processes run its restart slices),
+    ``guide``: the hybrid's first-solution guidance (:data:`nonolab.fastsolve.GUIDES`),
     ``status`` (unique |
     multiple | unsat | unknown), ``grid`` (row strings or None), ``second_grid`` (when
     multiple), ``time_s`` (wall seconds for this puzzle), the phase times in seconds (hybrid:
-    ``propagate_s``, ``probe_s``, ``encode_s``, ``solve_s``, ``uniqueness_s``,
+    ``propagate_s``, ``probe_s``, ``encode_s``, ``guide_s``, ``solve_s``, ``uniqueness_s``,
     ``time_to_first_s``) and counts.
     """
     if solver is None:
@@ -65,9 +67,11 @@ def solve_record(
             timeout_s=timeout_s,
             hard=hard,
             bp_jobs=bp_jobs,
+            guide=guide,
             **kw,
         )
         rec.update(res.as_dict())
+        rec["guide"] = guide
         if res.solver is not None:
             rec["solver"] = res.solver
         return rec
@@ -105,7 +109,7 @@ def _format_text(rec: dict[str, Any]) -> str:
     )
     phases = [
         f"{k[:-2]} {rec[k]:.3f}"
-        for k in ("propagate_s", "probe_s", "encode_s", "solve_s", "uniqueness_s")
+        for k in ("propagate_s", "probe_s", "encode_s", "guide_s", "solve_s", "uniqueness_s")
         if k in rec
     ]
     line = f"status: {rec['status']}  time {rec['time_s']:.3f} s"
@@ -136,6 +140,7 @@ def _solve(args: argparse.Namespace) -> int:
         "probing": args.probing,
         "hard": args.hard,
         "bp_jobs": args.bp_jobs,
+        "guide": args.guide,
     }
     items = [(p, kw) for p in puzzles]
     if args.jobs > 1 and len(items) > 1:
@@ -214,6 +219,16 @@ def register(sub: argparse._SubParsersAction) -> None:
         help=(
             "processes running the BP fallback's restart slices at once (default 1: one after "
             "the other, a deterministic path; N > 1 uses N cores on one hard puzzle)"
+        ),
+    )
+    p.add_argument(
+        "--guide",
+        choices=("bp", "none"),
+        default="bp",
+        help=(
+            "hybrid, up to 1,000 unknown cells: bp = look for a first solution under the "
+            "likelier values of the cells belief propagation is surest of, as SAT assumptions, "
+            "then without them (default); none = one plain SAT call"
         ),
     )
     p.add_argument("--format", default=None, help="puzzle format (default: from the extension)")
