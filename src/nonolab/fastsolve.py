@@ -10,9 +10,10 @@ Pipeline of :func:`solve`:
    clauses (order encoding by default; any registered encoding is accepted and then given the
    whole puzzle plus the units);
 4. solve with a python-sat solver (``"auto"`` by default: MiniSat 2.2 when at most
-   :data:`AUTO_SMALL_MAX_UNKNOWN` cells are unknown, else CaDiCaL 1.9.5), then prove uniqueness
-   on the same solver instance by blocking the model over the unknown cell variables and
-   solving again;
+   :data:`AUTO_SMALL_MAX_UNKNOWN` cells are unknown, else CaDiCaL 1.9.5) - on such small
+   problems first under assumptions from belief propagation (``guide="bp"``, :func:`_guided`)
+   - then prove uniqueness on the same solver instance by blocking the model over the unknown
+   cell variables and solving again;
 5. on a large remaining problem (more than :data:`AUTO_SMALL_MAX_UNKNOWN` unknown cells) whose
    first CaDiCaL attempt finds no solution in :data:`FALLBACK_AFTER_CONFLICTS` conflicts, the
    fallback: by default (``hard="bp"``) belief-propagation decimation checked by CaDiCaL
@@ -97,8 +98,8 @@ BP_LIMIT_S = 1800.0
 #: the unknown cells by how polarised their beliefs are, and the SAT solver first looks for a
 #: solution under the likelier values of the most polarised cells as assumptions, in the
 #: stages of :data:`GUIDE_STAGES`, then without assumptions on the same instance (learnt
-#: clauses kept); ``none`` = one plain call. On TAAI 2011 ``bp`` cut MiniSat's conflicts from
-#: 2,359,575 to ~613k (docs/decisions.md)
+#: clauses kept); ``none`` = one plain call. On TAAI 2011 ``bp`` cut MiniSat's conflicts
+#: (first solutions and uniqueness) from 2,359,575 to 371,487 (docs/decisions.md)
 GUIDES = ("bp", "none")
 #: BP sweeps for the guidance (10 gave fewer conflicts than 5, 15 or 30 on a 200-puzzle sample)
 GUIDE_ITERS = 10
@@ -231,7 +232,8 @@ INTERRUPTIBLE = frozenset(
 class _Watchdog:
     """One timer for all the calls on one solver: at ``clock``'s deadline it interrupts ``s``
     (a solver of :data:`INTERRUPTIBLE`; otherwise, or without a deadline, it does nothing).
-    A thread per call cost ~1 ms a puzzle on TAAI, where a solve makes up to six calls."""
+    A thread per call cost ~1 ms a puzzle on TAAI, where a solve makes up to eight calls (six
+    guided stages, the plain search, the uniqueness check)."""
 
     def __init__(self, s: Solver, clock: _Clock, name: str) -> None:
         self.active = name in INTERRUPTIBLE and clock.deadline is not None
