@@ -96,6 +96,27 @@ def test_compiled_kernel_is_there_and_matches_numpy():
         assert max(np.abs(ba - bb).max(), np.abs(ra - rb).max(), np.abs(ca - cb).max()) < 1e-9
 
 
+def test_compiled_kernel_without_a_cache_directory(monkeypatch):
+    """Where numba finds no writable cache directory, ``njit(cache=True)`` raises; the kernel
+    is then compiled in memory instead of failing the solve."""
+    import numba
+
+    real = numba.njit
+
+    def njit(*args, **kw):
+        if kw.get("cache"):
+            raise RuntimeError("cannot cache function: no locator available")
+        return real(*args, **kw)
+
+    monkeypatch.setattr(numba, "njit", njit)
+    monkeypatch.setattr(bpsolve, "_KERNEL", [])
+    kernel = bpsolve._compiled_kernel()
+    assert kernel is not None
+    aut = line_automata([(1,), (2,)])
+    got = cavity_messages(aut, np.ones((2, 3)), np.ones((2, 3)), compiled=True)
+    assert np.abs(got - cavity_messages(aut, np.ones((2, 3)), np.ones((2, 3)))).max() < 1e-12
+
+
 def test_cavity_messages_by_hand():
     # clue (1,) on 3 cells, uniform weights: completions 100, 010, 001, so each cell is filled
     # in 1 of 3; clue (2,) on 3 cells: 110, 011, so the middle cell is always filled

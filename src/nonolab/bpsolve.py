@@ -224,14 +224,19 @@ _KERNEL: list = []
 
 def _compiled_kernel() -> Callable[..., np.ndarray] | None:
     """Return :func:`_cavity_compiled` compiled by numba (imported on first use, ~0.15 s;
-    compiled once and cached on disk), or None when numba is not installed."""
+    compiled once and cached on disk, or in memory only, ~1 s per process, where no cache
+    directory is writable), or None when numba is not installed."""
     if not _KERNEL:
         try:
             from numba import njit
         except ImportError:  # pragma: no cover - numba is a dependency
             _KERNEL.append(None)
         else:
-            _KERNEL.append(njit(cache=True, nogil=True)(_cavity_compiled))
+            try:
+                kernel = njit(cache=True, nogil=True)(_cavity_compiled)
+            except RuntimeError:  # "cannot cache function ...: no locator available"
+                kernel = njit(nogil=True)(_cavity_compiled)
+            _KERNEL.append(kernel)
     return _KERNEL[0]
 
 
