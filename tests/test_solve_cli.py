@@ -156,3 +156,22 @@ def test_bp_jobs_runs_the_fallback_on_several_cores(tmp_path, capsys, monkeypatc
         with pytest.raises(SystemExit) as exc:
             main(["solve", "--bp-jobs", bad, str(path)])
         assert exc.value.code == 2 and "--bp-jobs" in capsys.readouterr().err
+
+
+def test_guide_option(tmp_path, capsys):
+    """``--guide none`` turns the BP guidance off: same statuses, no BP time, and the record
+    says which guidance ran; an unknown value is a usage error (exit 2)."""
+    path, _ = _taai_file(tmp_path, n=4, seed=7)
+    recs = {}
+    for guide in ("bp", "none"):
+        _, out = _run(capsys, ["solve", "--json", "--guide", guide, str(path)])
+        recs[guide] = [json.loads(x) for x in out.splitlines()]
+    assert [r["status"] for r in recs["bp"]] == [r["status"] for r in recs["none"]]
+    assert all(r["guide"] == "none" and r["guide_s"] == 0.0 for r in recs["none"])
+    assert all(r["guide"] == "bp" for r in recs["bp"])
+    assert any(r["guide_s"] > 0.0 for r in recs["bp"])  # some puzzle was left to SAT
+    _, text = _run(capsys, ["solve", str(path)])
+    assert "guide " in text
+    with pytest.raises(SystemExit) as exc:
+        main(["solve", "--guide", "magic", str(path)])
+    assert exc.value.code == 2 and "invalid choice: 'magic'" in capsys.readouterr().err
