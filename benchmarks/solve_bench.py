@@ -40,7 +40,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from nonolab.fastsolve import solve
+from nonolab.fastsolve import PHASES, solve
 from nonolab.formats import parse_grid, read_puzzles, read_taai_solutions
 from nonolab.provenance import write_json
 from nonolab.puzzles import Grid, Puzzle, satisfies
@@ -273,10 +273,7 @@ def suite_summary(instances: list[dict]) -> dict[str, Any]:
         "total_to_first_s": sum(h["time_to_first_s"] or 0.0 for h in hy),
         "worst_s": worst["hybrid"]["time_s"] if worst else None,
         "worst_label": worst["label"] if worst else None,
-        "phase_totals_s": {
-            k: sum(h["phases"].get(k, 0.0) for h in hy)
-            for k in ("propagate_s", "probe_s", "encode_s", "guide_s", "solve_s", "uniqueness_s")
-        },
+        "phase_totals_s": {k: sum(h["phases"].get(k, 0.0) for h in hy) for k in PHASES},
     }
     for key in ("unguided", "cpsat_1", "cpsat_all", "plain", "cubes"):
         r = ratio_summary(instances, key)
@@ -460,8 +457,8 @@ def markdown(out: dict[str, Any]) -> str:
         ),
         "",
         "| suite | n | unique | multiple | unknown | wrong | total s | to first s | worst s "
-        "(puzzle) | propagate | probe | encode | guide | solve | uniqueness |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|",
+        "(puzzle) | " + " | ".join(k[:-2] for k in PHASES) + " |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---|" + "---:|" * len(PHASES),
     ]
     for name, r in out["suites"].items():
         s = r["summary"]
@@ -469,10 +466,9 @@ def markdown(out: dict[str, Any]) -> str:
         lines.append(
             f"| {name} | {s['n']} | {s['unique']} | {s['multiple']} | {s['unknown']} | "
             f"{s['wrong_answers']} | {s['total_s']:.2f} | {s['total_to_first_s']:.2f} | "
-            f"{s['worst_s']:.2f} ({s['worst_label']}) | {ph['propagate_s']:.2f} | "
-            f"{ph['probe_s']:.2f} | {ph['encode_s']:.2f} | {ph.get('guide_s', 0.0):.2f} | "
-            f"{ph['solve_s']:.2f} | "
-            f"{ph['uniqueness_s']:.2f} |"
+            f"{s['worst_s']:.2f} ({s['worst_label']}) | "
+            + " | ".join(f"{ph[k]:.2f}" for k in PHASES)
+            + " |"
         )
     lines += [
         "",

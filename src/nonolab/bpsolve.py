@@ -25,6 +25,7 @@ Everything else (the guesses, an unrefuted check) is heuristic and can only cost
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -219,25 +220,19 @@ def _cavity_compiled(
     return out
 
 
-_KERNEL: list = []
-
-
+@functools.cache
 def _compiled_kernel() -> Callable[..., np.ndarray] | None:
     """Return :func:`_cavity_compiled` compiled by numba (imported on first use, ~0.15 s;
     compiled once and cached on disk, or in memory only, ~1 s per process, where no cache
     directory is writable), or None when numba is not installed."""
-    if not _KERNEL:
-        try:
-            from numba import njit
-        except ImportError:  # pragma: no cover - numba is a dependency
-            _KERNEL.append(None)
-        else:
-            try:
-                kernel = njit(cache=True, nogil=True)(_cavity_compiled)
-            except RuntimeError:  # "cannot cache function ...: no locator available"
-                kernel = njit(nogil=True)(_cavity_compiled)
-            _KERNEL.append(kernel)
-    return _KERNEL[0]
+    try:
+        from numba import njit
+    except ImportError:  # pragma: no cover - numba is a dependency
+        return None
+    try:
+        return njit(cache=True, nogil=True)(_cavity_compiled)
+    except RuntimeError:  # "cannot cache function ...: no locator available"
+        return njit(nogil=True)(_cavity_compiled)
 
 
 Messages = tuple[np.ndarray, np.ndarray]

@@ -116,6 +116,9 @@ GUIDE_STAGES: tuple[tuple[float, int], ...] = (
 )
 
 STATUSES = ("unique", "multiple", "unsat", "unknown")
+#: the phase times (seconds) of :attr:`SolveResult.times` from :func:`solve`, in pipeline order
+#: (the record also has ``time_to_first_s`` and ``total_s``)
+PHASES = ("propagate_s", "probe_s", "encode_s", "guide_s", "solve_s", "uniqueness_s")
 
 
 @dataclass
@@ -230,13 +233,15 @@ INTERRUPTIBLE = frozenset(
 
 
 class _Watchdog:
-    """One timer for all the calls on one solver: at ``clock``'s deadline it interrupts ``s``
-    (a solver of :data:`INTERRUPTIBLE`; otherwise, or without a deadline, it does nothing).
-    A thread per call cost ~1 ms a puzzle on TAAI, where a solve makes up to eight calls (six
-    guided stages, the plain search, the uniqueness check)."""
+    """A timer that interrupts ``s`` at ``clock``'s deadline (a solver of
+    :data:`INTERRUPTIBLE`; otherwise, or without a deadline, it does nothing), for one call or
+    for all the calls on one solver: a thread per call cost ~1 ms a puzzle on TAAI, where a
+    solve makes up to eight calls (six guided stages, the plain search, the uniqueness check).
+    Leaving it stops the timer and clears the interrupt flag."""
 
     def __init__(self, s: Solver, clock: _Clock, name: str) -> None:
         self.active = name in INTERRUPTIBLE and clock.deadline is not None
+        self._solver = s
         self._timer: threading.Timer | None = None
         if self.active and clock.deadline is not None:
             remaining = max(clock.deadline - time.perf_counter(), 0.0)
@@ -250,7 +255,8 @@ class _Watchdog:
     def __exit__(self, *exc: object) -> None:
         if self._timer is not None:
             self._timer.cancel()
-            self._timer.join()  # a timer already firing finishes before the solver is deleted
+            self._timer.join()  # a timer already firing finishes before the flag is cleared
+            self._solver.clear_interrupt()
 
 
 def _solve_limited(
@@ -274,25 +280,12 @@ def _solve_limited(
         # always (re)set: a budget left by an earlier call on this solver (a guided stage)
         # would otherwise still apply; -1 = no budget
         s.conf_budget(-1 if conflict_budget is None else conflict_budget)
+        if clock.expired():
+            return None
         if watchdog is not None and watchdog.active:
-            if clock.expired():
-                return None
             return s.solve_limited(assumptions=assumptions, expect_interrupt=True)
-        timer = None
-        if clock.deadline is not None:
-            remaining = clock.deadline - time.perf_counter()
-            if remaining <= 0:
-                return None
-            timer = threading.Timer(remaining, s.interrupt)
-            timer.daemon = True
-            timer.start()
-        try:
-            return s.solve_limited(assumptions=assumptions, expect_interrupt=timer is not None)
-        finally:
-            if timer is not None:
-                timer.cancel()
-                timer.join()  # a timer already firing finishes before the flag is cleared
-                s.clear_interrupt()
+        with _Watchdog(s, clock, name) as own:  # a timer for this call only
+            return s.solve_limited(assumptions=assumptions, expect_interrupt=own.active)
     used = 0
     while True:
         if clock.expired():
@@ -360,14 +353,7 @@ def solve(
     if bp_jobs < 1:
         raise ValueError(f"bp_jobs={bp_jobs!r}: needs at least 1")
     clock = _Clock(timeout_s)
-    times = {
-        "propagate_s": 0.0,
-        "probe_s": 0.0,
-        "encode_s": 0.0,
-        "guide_s": 0.0,
-        "solve_s": 0.0,
-        "uniqueness_s": 0.0,
-    }
+    times = dict.fromkeys(PHASES, 0.0)
     counts: dict[str, int] = {"n_cells": puzzle.height * puzzle.width}
     info: dict[str, str] = {}
     res = _solve(
@@ -491,9 +477,7 @@ def _solve(
     ):
         ok = None
         if guide == "bp" and not staged:
-            ok = _guided(
-                s, puzzle, state, n_unknown, clock, conflict_budget, solver, times, counts, wd
-            )
+            ok = _guided(s, puzzle, state, clock, conflict_budget, solver, times, counts, wd)
         t = time.perf_counter()
         if not ok and not clock.expired():
             ok = _solve_limited(s, clock, first_budget, solver, watchdog=wd)
@@ -547,7 +531,6 @@ def _guided(
     s: Solver,
     puzzle: Puzzle,
     state: GridState,
-    n_unknown: int,
     clock: _Clock,
     conflict_budget: int | None,
     solver: str,
@@ -561,8 +544,8 @@ def _guided(
 
     Belief propagation (:func:`nonolab.bpsolve.beliefs`, :data:`GUIDE_ITERS` sweeps, the
     compiled kernel) ranks the unknown cells by ``|belief - 0.5|``; stage ``(share, budget)``
-    of :data:`GUIDE_STAGES` assumes the likelier value of the ``share * n_unknown`` most
-    polarised cells, with ``budget`` conflicts (at most ``conflict_budget``). ``guide_s`` gets
+    of :data:`GUIDE_STAGES` assumes the likelier value of the most polarised ``share`` of the
+    unknown cells, with ``budget`` conflicts (at most ``conflict_budget``). ``guide_s`` gets
     the BP time (seconds), ``solve_s`` the stages'; ``counts['guide_stage']`` is the 1-based
     stage that found the model (0: none did).
     """
@@ -586,7 +569,7 @@ def _guided(
     t = time.perf_counter()
     try:
         for stage, (share, budget) in enumerate(GUIDE_STAGES, 1):
-            k = int(share * n_unknown)
+            k = int(share * len(lits))
             if k == 0 or clock.expired():
                 continue
             if conflict_budget is not None:

@@ -107,11 +107,9 @@ def _format_text(rec: dict[str, Any]) -> str:
         f"== {rec['label']} [{rec['puzzle_hash'][:12]}] {rec['width']}x{rec['height']} "
         f"(width x height)"
     )
-    phases = [
-        f"{k[:-2]} {rec[k]:.3f}"
-        for k in ("propagate_s", "probe_s", "encode_s", "guide_s", "solve_s", "uniqueness_s")
-        if k in rec
-    ]
+    from nonolab.fastsolve import PHASES
+
+    phases = [f"{k[:-2]} {rec[k]:.3f}" for k in PHASES if k in rec]
     line = f"status: {rec['status']}  time {rec['time_s']:.3f} s"
     if phases:
         line += " (" + ", ".join(phases) + ")"
