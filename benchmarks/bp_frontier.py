@@ -1,6 +1,6 @@
 """Density-0.5 frontier: BP decimation checked by CDCL on seeded random boards.
 
-Runs :func:`nonolab.bpsolve.decimate` (belief propagation between rows and columns, decimation
+Runs :func:`nonolab.sat.bpsolve.decimate` (belief propagation between rows and columns, decimation
 of the most polarised ``--frac`` of the unknown cells per round, every round checked by one
 incremental CaDiCaL 1.9.5 with a ``--budget`` conflict limit and bisected when refuted; see the
 module docstring) on the solve benchmark's random boards (``solve_bench.random_suite``: the same
@@ -33,9 +33,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from solve_bench import random_suite  # noqa: E402
 
 from nonolab import __version__  # noqa: E402
-from nonolab.bpsolve import DecimationStats, decimate  # noqa: E402
-from nonolab.fastsolve import _new_solver, _verified, remaining_encoding  # noqa: E402
-from nonolab.linesolver import propagate  # noqa: E402
+from nonolab.sat.bpsolve import DecimationStats, decimate  # noqa: E402
+from nonolab.sat.fastsolve import _new_solver, _verified, remaining_encoding  # noqa: E402
+from nonolab.sat.linesolver import propagate  # noqa: E402
 
 
 class TracingSolver:

@@ -6,7 +6,7 @@
 Criteria (tracker issue 5): pause threshold within 10% of the true mixture crossing; Bradley-Terry
 ranking Spearman >= 0.9 with the true difficulty (200 participants); 95% intervals of the metric
 slope in the crossed mixed model cover the truth in >= 90% of 50 seeded replications; and a
-false-positive rate near 5% when the true slope is 0. See :func:`nonolab.simulate.
+false-positive rate near 5% when the true slope is 0. See :func:`nonolab.sim.simulate.
 recovery_benchmark`. The same computation is the Snakemake target ``recovery``.
 """
 
@@ -20,8 +20,8 @@ from pathlib import Path
 
 import yaml
 
-from nonolab.provenance import write_json
-from nonolab.simulate import recovery_benchmark
+from nonolab.report.provenance import write_json
+from nonolab.sim.simulate import recovery_benchmark
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -11,9 +11,9 @@ small Python child for the model fits), so its peak resident memory is that proc
 the determinism checks skip ``results/bench/``.
 
 Mixed models: one ``pause_count ~ conflicts + (1|participant) + (1|puzzle)`` REML fit
-(:func:`nonolab.mixed_models.fit_crossed`, statsmodels MixedLM with the two crossed intercepts as
+(:func:`nonolab.stats.mixed_models.fit_crossed`, statsmodels MixedLM with the two crossed intercepts as
 variance components, started from the direct profiled-REML optimum
-:func:`nonolab.mixed_models.reml_fit_arrays`) on the first ``n`` participants of the largest
+:func:`nonolab.stats.mixed_models.reml_fit_arrays`) on the first ``n`` participants of the largest
 simulated study, for growing ``n``; the direct REML fit alone is timed too, so the table shows
 which part dominates. Both build dense participant indicator matrices (attempts x participants),
 so memory grows with ``attempts * participants``; sizes whose predicted dense design exceeds
@@ -43,9 +43,9 @@ NONOLAB = [PY, "-m", "nonolab"]
 MODEL_CHILD = r"""
 import json, sys, time
 import numpy as np, pandas as pd
-from nonolab.mixed_models import fit_crossed, reml_fit_arrays, metric_covariates
-from nonolab.puzzles import load_study_puzzles
-from nonolab.solvers import stats_table
+from nonolab.stats.mixed_models import fit_crossed, reml_fit_arrays, metric_covariates
+from nonolab.sat.puzzles import load_study_puzzles
+from nonolab.sat.solvers import stats_table
 
 features, puzzle_file, n, mode = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
 att = pd.read_csv(features, dtype={"puzzle_id": str, "participant_id": str})

@@ -13,7 +13,7 @@ Suites (see ``../shared/benchmarks/README.md`` for the sources):
 Per instance: status, time to the first solution and to the uniqueness proof, phase times, the
 answer check; and, on a subset, the same puzzle with (a) OR-Tools CP-SAT (one automaton
 constraint per line, 1 worker and all workers, capped) and (b) the plain block-start + CaDiCaL
-path (``nonolab.solvers.uniqueness``, capped by a conflict budget since CaDiCaL cannot be
+path (``nonolab.sat.solvers.uniqueness``, capped by a conflict budget since CaDiCaL cannot be
 interrupted), and (c) where the hybrid's BP guidance ran, the hybrid without it
 (``guide="none"``, baseline ``unguided``). Ratios are baseline time / hybrid time on the
 instances both finished.
@@ -40,10 +40,10 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from nonolab.fastsolve import PHASES, solve
-from nonolab.formats import parse_grid, read_puzzles, read_taai_solutions
-from nonolab.provenance import write_json
-from nonolab.puzzles import Grid, Puzzle, satisfies
+from nonolab.report.provenance import write_json
+from nonolab.sat.fastsolve import PHASES, solve
+from nonolab.sat.formats import parse_grid, read_puzzles, read_taai_solutions
+from nonolab.sat.puzzles import Grid, Puzzle, satisfies
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("NONOLAB_SHARED", REPO.parent / "shared")).resolve()
@@ -129,7 +129,7 @@ def run_cpsat(p: Puzzle, workers: int, cap_s: float) -> dict[str, Any]:
     """Solve + uniqueness with OR-Tools CP-SAT: one AddAutomaton per line over 0/1 cells."""
     from ortools.sat.python import cp_model
 
-    from nonolab.linesolver import _nfa
+    from nonolab.sat.linesolver import _nfa
 
     t0 = time.perf_counter()
     m = cp_model.CpModel()
@@ -178,8 +178,8 @@ def run_cpsat(p: Puzzle, workers: int, cap_s: float) -> dict[str, Any]:
 
 
 def run_cubes(p: Puzzle, cube_vars: int, cap_s: float) -> dict[str, Any]:
-    """Cube-and-conquer over all CPUs (``nonolab.fastsolve.solve_cubes``)."""
-    from nonolab.fastsolve import solve_cubes
+    """Cube-and-conquer over all CPUs (``nonolab.sat.fastsolve.solve_cubes``)."""
+    from nonolab.sat.fastsolve import solve_cubes
 
     r = solve_cubes(p, jobs=os.cpu_count() or 1, cube_vars=cube_vars, timeout_s=cap_s)
     return {
@@ -193,7 +193,7 @@ def run_cubes(p: Puzzle, cube_vars: int, cap_s: float) -> dict[str, Any]:
 
 def run_plain(p: Puzzle, conf_budget: int) -> dict[str, Any]:
     """Solve + uniqueness with the plain path: full block-start CNF + CaDiCaL (engineer B)."""
-    from nonolab.solvers import uniqueness
+    from nonolab.sat.solvers import uniqueness
 
     t0 = time.perf_counter()
     u = uniqueness(p, "block_start", "cadical195", conf_budget=conf_budget)
@@ -444,10 +444,10 @@ def markdown(out: dict[str, Any]) -> str:
         f"on {meta['cpu_count']} CPUs; wall {meta['wall_s']:.1f} s; "
         f"versions {meta['versions']}.",
         "",
-        "Hybrid = nonolab.fastsolve.solve (propagation, restricted order CNF, "
+        "Hybrid = nonolab.sat.fastsolve.solve (propagation, restricted order CNF, "
         "solver auto: MiniSat 2.2 up to 1,000 unknown cells, else CaDiCaL 1.9.5, and the "
         "fallback after 50,000 conflicts without a solution: BP decimation checked by CaDiCaL "
-        "(nonolab.bpsolve) for up to 1,800 s, then probing clauses + Kissat (nonolab.hardsolve); "
+        "(nonolab.sat.bpsolve) for up to 1,800 s, then probing clauses + Kissat (nonolab.sat.hardsolve); "
         "first solution guided by belief propagation up to 1,000 unknown cells; uniqueness on "
         "the same instance). Times in seconds, single process"
         + (

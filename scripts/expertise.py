@@ -4,14 +4,14 @@ import logging
 
 import pandas as pd
 
-from nonolab.expertise import (
+from nonolab.report.provenance import provenance, write_json, write_table
+from nonolab.stats.expertise import (
     cronbach_alpha,
     expertise_composite,
     expertise_correlations,
     first_component,
     participant_items,
 )
-from nonolab.provenance import provenance, write_json, write_table
 
 logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, format="%(message)s")
 log = logging.getLogger("expertise")

@@ -4,9 +4,9 @@ import json
 import logging
 from pathlib import Path
 
-from nonolab.features import attempt_features
-from nonolab.ingest import read_ingest
-from nonolab.provenance import write_table
+from nonolab.report.provenance import write_table
+from nonolab.study.features import attempt_features
+from nonolab.study.ingest import read_ingest
 
 logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, format="%(message)s")
 log = logging.getLogger("features")

@@ -5,8 +5,8 @@ import logging
 
 import pandas as pd
 
-from nonolab.figures import save_figure
-from nonolab.figures.models import plot_simple_slopes, plot_threshold_sensitivity
+from nonolab.report.figures import save_figure
+from nonolab.report.figures.models import plot_simple_slopes, plot_threshold_sensitivity
 
 logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, format="%(message)s")
 if snakemake.rule == "fig_simple_slopes":

@@ -5,8 +5,8 @@ import logging
 
 import pandas as pd
 
-from nonolab.figures import save_figure
-from nonolab.figures.pauses import plot_gap_distribution
+from nonolab.report.figures import save_figure
+from nonolab.report.figures.pauses import plot_gap_distribution
 
 logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, format="%(message)s")
 gaps = pd.read_csv(snakemake.input.gaps)

@@ -4,8 +4,8 @@ import logging
 
 import pandas as pd
 
-from nonolab.figures import save_figure
-from nonolab.figures.ranking import plot_rank_vs_metrics, plot_strengths
+from nonolab.report.figures import save_figure
+from nonolab.report.figures.ranking import plot_rank_vs_metrics, plot_strengths
 
 logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, format="%(message)s")
 p = snakemake.params

@@ -5,9 +5,9 @@ import logging
 
 import pandas as pd
 
-from nonolab.figures import save_figure
-from nonolab.figures.ratings import plot_ratings, plot_trajectories, solve_trajectories
-from nonolab.provenance import write_table
+from nonolab.report.figures import save_figure
+from nonolab.report.figures.ratings import plot_ratings, plot_trajectories, solve_trajectories
+from nonolab.report.provenance import write_table
 
 logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, format="%(message)s")
 p = snakemake.params

@@ -4,8 +4,8 @@ import logging
 
 import pandas as pd
 
-from nonolab.figures import save_figure
-from nonolab.figures.themes import plot_prevalence, plot_theme_difficulty
+from nonolab.report.figures import save_figure
+from nonolab.report.figures.themes import plot_prevalence, plot_theme_difficulty
 
 logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, format="%(message)s")
 if snakemake.rule == "fig_theme_prevalence":

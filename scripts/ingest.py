@@ -8,8 +8,8 @@ from pathlib import Path
 # Large studies are read by a process pool: use exactly the cores Snakemake booked for the rule.
 os.environ["NONOLAB_INGEST_WORKERS"] = str(snakemake.threads)
 
-from nonolab.ingest import ingest_study, write_ingest
-from nonolab.study import load_preset
+from nonolab.study.ingest import ingest_study, write_ingest
+from nonolab.study.presets import load_preset
 
 logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, format="%(message)s")
 log = logging.getLogger("ingest")

@@ -1,10 +1,10 @@
-"""Snakemake script: human-like line-solving metrics of the study's puzzles (nonolab.linesolver)."""
+"""Snakemake script: human-like line-solving metrics of the study's puzzles (nonolab.sat.linesolver)."""
 
 import logging
 
-from nonolab.formats import read_puzzles
-from nonolab.linesolver import line_metrics_table
-from nonolab.provenance import write_table
+from nonolab.report.provenance import write_table
+from nonolab.sat.formats import read_puzzles
+from nonolab.sat.linesolver import line_metrics_table
 
 logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, format="%(message)s", force=True)
 log = logging.getLogger("line_metrics")

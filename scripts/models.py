@@ -1,7 +1,7 @@
 """Snakemake entry point of rule `behaviour_models`: behaviour ~ SAT metric crossed-random-effects
 LMMs (METHODS 9) under the corrected and, when available, the published alignment."""
 
-from nonolab.threads import limit_blas_threads
+from nonolab.core.threads import limit_blas_threads
 
 limit_blas_threads(snakemake.threads)
 
@@ -9,8 +9,8 @@ import logging  # noqa: E402
 
 import pandas as pd  # noqa: E402
 
-from nonolab.mixed_models import BEHAVIOURS, behaviour_models, study_covariates  # noqa: E402
-from nonolab.provenance import write_table  # noqa: E402
+from nonolab.report.provenance import write_table  # noqa: E402
+from nonolab.stats.mixed_models import BEHAVIOURS, behaviour_models, study_covariates  # noqa: E402
 
 logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, format="%(message)s")
 log = logging.getLogger("behaviour_models")

@@ -1,7 +1,7 @@
 """Snakemake entry point of rule `moderation`: final difficulty ~ metric x expertise with crossed
 random intercepts, simple slopes at expertise -1/0/+1 SD (METHODS 9), both alignments."""
 
-from nonolab.threads import limit_blas_threads
+from nonolab.core.threads import limit_blas_threads
 
 limit_blas_threads(snakemake.threads)
 
@@ -9,12 +9,12 @@ import logging  # noqa: E402
 
 import pandas as pd  # noqa: E402
 
-from nonolab.mixed_models import (  # noqa: E402
+from nonolab.report.provenance import write_table  # noqa: E402
+from nonolab.stats.mixed_models import (  # noqa: E402
     moderation_models,
     study_covariates,
     with_expertise,
 )
-from nonolab.provenance import write_table  # noqa: E402
 
 logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, format="%(message)s")
 log = logging.getLogger("moderation")

@@ -6,9 +6,9 @@ import logging
 
 import pandas as pd
 
-from nonolab.expertise import expertise_composite, participant_items
-from nonolab.features import interaction_gaps
-from nonolab.pauses import (
+from nonolab.report.provenance import provenance, write_json, write_table
+from nonolab.stats.expertise import expertise_composite, participant_items
+from nonolab.stats.pauses import (
     CONVERGED_EM_TOL,
     PUBLISHED_EM_TOL,
     em_tolerance,
@@ -17,7 +17,7 @@ from nonolab.pauses import (
     threshold_sensitivity,
     threshold_used,
 )
-from nonolab.provenance import provenance, write_json, write_table
+from nonolab.study.features import interaction_gaps
 
 logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, format="%(message)s")
 log = logging.getLogger(snakemake.rule)

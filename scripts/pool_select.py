@@ -4,8 +4,8 @@ import logging
 
 import pandas as pd
 
-from nonolab.provenance import write_json, write_table
-from nonolab.sweep import selection_table, study_puzzle_json
+from nonolab.measure.sweep import selection_table, study_puzzle_json
+from nonolab.report.provenance import write_json, write_table
 
 logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, format="%(message)s", force=True)
 log = logging.getLogger("pool_select")

@@ -3,8 +3,8 @@
 import logging
 import time
 
-from nonolab.provenance import write_table
-from nonolab.sweep import generate_shard, shard_bounds, shard_metrics, split_timing
+from nonolab.measure.sweep import generate_shard, shard_bounds, shard_metrics, split_timing
+from nonolab.report.provenance import write_table
 
 logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, format="%(message)s", force=True)
 log = logging.getLogger("pool_shard")

@@ -4,8 +4,8 @@ import logging
 
 import pandas as pd
 
-from nonolab.figures import save_figure
-from nonolab.figures.power import power_figure
+from nonolab.report.figures import save_figure
+from nonolab.report.figures.power import power_figure
 
 logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, format="%(message)s", force=True)
 log = logging.getLogger("power_figure")

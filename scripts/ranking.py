@@ -4,8 +4,13 @@ import logging
 
 import pandas as pd
 
-from nonolab.provenance import provenance, write_json, write_table
-from nonolab.ranking import bootstrap_log_strengths, lr_test, pairwise_comparisons, strengths_table
+from nonolab.report.provenance import provenance, write_json, write_table
+from nonolab.stats.ranking import (
+    bootstrap_log_strengths,
+    lr_test,
+    pairwise_comparisons,
+    strengths_table,
+)
 
 logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, format="%(message)s")
 log = logging.getLogger("ranking")

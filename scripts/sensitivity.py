@@ -1,7 +1,7 @@
 """Snakemake entry point of rule `threshold_sensitivity`: pause counts recomputed from the
 within-puzzle gaps at each configured threshold; pause summaries and pauses ~ metric LMMs."""
 
-from nonolab.threads import limit_blas_threads
+from nonolab.core.threads import limit_blas_threads
 
 limit_blas_threads(snakemake.threads)
 
@@ -10,12 +10,12 @@ import logging  # noqa: E402
 
 import pandas as pd  # noqa: E402
 
-from nonolab.mixed_models import (  # noqa: E402
+from nonolab.report.provenance import write_table  # noqa: E402
+from nonolab.stats.mixed_models import (  # noqa: E402
     pause_counts_at,
     study_covariates,
     threshold_sensitivity,
 )
-from nonolab.provenance import write_table  # noqa: E402
 
 logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, format="%(message)s")
 log = logging.getLogger("threshold_sensitivity")

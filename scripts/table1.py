@@ -6,14 +6,14 @@ import logging
 
 import pandas as pd
 
-from nonolab.correlations import (
+from nonolab.report.provenance import write_table
+from nonolab.stats.correlations import (
     aligned_metrics,
     erratum_table,
     published_alignment,
     raw_mean_rating,
     table1,
 )
-from nonolab.provenance import write_table
 
 logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, format="%(message)s")
 log = logging.getLogger("table1")

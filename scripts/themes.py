@@ -5,8 +5,8 @@ import logging
 
 import pandas as pd
 
-from nonolab.provenance import write_table
-from nonolab.themes import (
+from nonolab.report.provenance import write_table
+from nonolab.stats.themes import (
     code_tests,
     coded_subset,
     convergent_checks,

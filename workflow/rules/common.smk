@@ -23,7 +23,7 @@ ALL_TARGETS = []
 FIGURES = []
 
 # Study preset (config/studies/*.yaml; `preset: auto` matches the study's puzzle-file sha256).
-from nonolab.study import resolve_preset
+from nonolab.study.presets import resolve_preset
 
 _PRESET = resolve_preset(STUDY, config["preset"])
 PRESET = _PRESET.data

@@ -1,4 +1,4 @@
-# Stage: ingest. Raw study logs -> tidy tables + exclusion ledger (nonolab.ingest).
+# Stage: ingest. Raw study logs -> tidy tables + exclusion ledger (nonolab.study.ingest).
 INGEST_TABLES = [
     "events",
     "attempts",

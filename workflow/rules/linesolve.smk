@@ -1,5 +1,5 @@
 # Stage: linesolve. Human-like line-solving metrics of the study's puzzles: complete line solver
-# propagated to a fixpoint, then probing (nonolab.linesolver).
+# propagated to a fixpoint, then probing (nonolab.sat.linesolver).
 
 
 rule line_metrics:

@@ -1,6 +1,6 @@
 # Stage: models. Crossed-random-effects mixed models (METHODS 9): behaviour ~ SAT metric with a
 # parametric bootstrap, final difficulty ~ metric x expertise with simple slopes, and the
-# pause-threshold sensitivity of the pause models. Library: nonolab.mixed_models.
+# pause-threshold sensitivity of the pause models. Library: nonolab.stats.mixed_models.
 
 
 # The preset's published pool-ordered statistics table drives the published alignment.

@@ -1,6 +1,6 @@
 # Stage: pool. A pool of random unique puzzles, generated and measured in independent shard jobs,
 # merged, then the paper's selection (METHODS 1): drop the top fraction by the selection metric,
-# take the lowest, the nearest-median and the highest. Library: nonolab.sweep.
+# take the lowest, the nearest-median and the highest. Library: nonolab.measure.sweep.
 #
 # Two pools, same rules: `pool` (config pool.size / pool.shards; part of `all`, small by default)
 # and `pool_paper` (config pool.paper.size / pool.paper.shards; the paper's 1,000-puzzle pool,

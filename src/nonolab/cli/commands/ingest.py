@@ -1,0 +1,75 @@
+"""``nonolab ingest`` and ``nonolab features``: the ingest and features stages without Snakemake."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+
+def _ingest(args: argparse.Namespace) -> int:
+    from nonolab.study.ingest import ingest_study, write_ingest
+    from nonolab.study.presets import resolve_preset
+
+    preset = resolve_preset(args.study, args.preset)
+    result = ingest_study(args.study, preset)
+    write_ingest(result, args.out, params={"preset": preset.name})
+    s = result.summary
+    print(
+        f"preset {preset.name}: {s['log_files']} log files, {s['participants']} participants, "
+        f"{s['attempts']} attempts, {s['final_ratings']} final ratings, "
+        f"{s['ledger_rows']} ledger rows -> {args.out}"
+    )
+    return 0
+
+
+def _features(args: argparse.Namespace) -> int:
+    from nonolab.report.provenance import write_table
+    from nonolab.study.features import attempt_features
+    from nonolab.study.ingest import read_ingest
+
+    if args.threshold_json:
+        threshold = float(json.loads(Path(args.threshold_json).read_text())["threshold_used_s"])
+    elif args.threshold is not None:
+        threshold = args.threshold
+    else:
+        raise ValueError(
+            "give --threshold SECONDS or --threshold-json results/pauses/threshold.json"
+        )
+    tables = read_ingest(args.ingest_dir)
+    feats = attempt_features(tables, threshold, args.keep_initial_rating_sentinel)
+    out = Path(args.out)
+    write_table(
+        feats,
+        out,
+        inputs=[Path(args.ingest_dir)],
+        params={
+            "threshold_used_s": threshold,
+            "keep_initial_rating_sentinel": args.keep_initial_rating_sentinel,
+        },
+        formats=("csv", "parquet"),
+    )
+    print(f"{len(feats)} attempts (pause threshold {threshold:g} s) -> {out}")
+    return 0
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    """Add ``ingest`` and ``features`` to the CLI."""
+    p = sub.add_parser("ingest", help="read a study's logs into tidy tables and a ledger")
+    p.add_argument("study", help="study folder (public-study layout)")
+    p.add_argument("out", help="output folder (e.g. results/ingest)")
+    p.add_argument("--preset", default="auto", help="preset name or file (default: auto)")
+    p.set_defaults(func=_ingest)
+
+    f = sub.add_parser("features", help="per-attempt behavioural features from ingest tables")
+    f.add_argument("ingest_dir", help="folder written by `nonolab ingest`")
+    f.add_argument("out", help="output CSV path (a .parquet is written next to it)")
+    g = f.add_mutually_exclusive_group()
+    g.add_argument("--threshold", type=float, help="pause threshold in seconds")
+    g.add_argument("--threshold-json", help="pauses stage output with threshold_used_s")
+    f.add_argument(
+        "--keep-initial-rating-sentinel",
+        action="store_true",
+        help="keep the logged initial rating -1 of skipped puzzles (as published)",
+    )
+    f.set_defaults(func=_features)

@@ -1,0 +1,239 @@
+"""``nonolab solve``: solve puzzle files and say whether each solution is unique.
+
+Text output per puzzle: a header (label, short hash, size), the status and phase times, then the
+grid (``#`` filled, ``.`` empty) and, when the puzzle has several solutions, a second one.
+``--json`` prints one JSON object per puzzle per line (JSON Lines), in input order. Exit code 0
+when every puzzle was solved (unique or multiple), 1 when some puzzle is unsat or unknown.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from concurrent.futures import ProcessPoolExecutor
+from typing import Any
+
+from nonolab.sat.puzzles import Puzzle, grid_to_strings
+
+
+def solve_record(
+    puzzle: Puzzle,
+    *,
+    method: str = "hybrid",
+    encoding: str = "order",
+    solver: str | None = None,
+    timeout_s: float | None = None,
+    probing: bool | None = None,
+    hard: str = "bp",
+    bp_jobs: int = 1,
+    guide: str = "bp",
+) -> dict[str, Any]:
+    """Return one puzzle's result as a JSON-ready dict.
+
+    Keys: ``label``, ``puzzle_hash``, ``height``, ``width``, ``method``, ``encoding``,
+    ``solver`` (the one used: ``solver``, or by default ``auto`` resolved by
+    :func:`nonolab.sat.fastsolve.resolve_solver` for hybrid, with ``+bp`` when BP decimation
+    (:mod:`nonolab.sat.bpsolve`) and ``+kissat404`` when Kissat (:mod:`nonolab.sat.hardsolve`) ran in
+    the fallback, and ``cadical195`` for plain), ``hard``: the hybrid fallback's first method
+    (:data:`nonolab.sat.fastsolve.HARD_METHODS`; ``bp_jobs`` processes run its restart slices),
+    ``guide``: the hybrid's first-solution guidance (:data:`nonolab.sat.fastsolve.GUIDES`),
+    ``status`` (unique |
+    multiple | unsat | unknown), ``grid`` (row strings or None), ``second_grid`` (when
+    multiple), ``time_s`` (wall seconds for this puzzle), the phase times in seconds (hybrid:
+    ``propagate_s``, ``probe_s``, ``encode_s``, ``guide_s``, ``solve_s``, ``uniqueness_s``,
+    ``time_to_first_s``) and counts.
+    """
+    if solver is None:
+        solver = "auto" if method == "hybrid" else "cadical195"
+    rec: dict[str, Any] = {
+        "label": puzzle.label,
+        "puzzle_hash": puzzle.hash,
+        "height": puzzle.height,
+        "width": puzzle.width,
+        "method": method,
+        "encoding": encoding,
+        "solver": solver,
+    }
+    if method == "hybrid":
+        from nonolab.sat.fastsolve import solve
+
+        kw: dict[str, Any] = {} if probing is None else {"probing": probing}
+        res = solve(
+            puzzle,
+            encoding=encoding,
+            solver=solver,
+            timeout_s=timeout_s,
+            hard=hard,
+            bp_jobs=bp_jobs,
+            guide=guide,
+            **kw,
+        )
+        rec.update(res.as_dict())
+        rec["guide"] = guide
+        if res.solver is not None:
+            rec["solver"] = res.solver
+        return rec
+    if method == "plain":
+        from nonolab.sat.solvers import uniqueness
+
+        t0 = time.perf_counter()
+        u = uniqueness(puzzle, encoding, solver, time_limit_s=timeout_s)
+        rec["status"] = u.status
+        rec["grid"] = grid_to_strings(u.grid) if u.grid is not None else None
+        if u.second_grid is not None:
+            rec["second_grid"] = grid_to_strings(u.second_grid)
+        rec["time_s"] = time.perf_counter() - t0
+        rec.update({k: int(v) for k, v in u.stats.items()})
+        return rec
+    raise ValueError(f"unknown method {method!r}; use hybrid or plain")
+
+
+def _worker(item: tuple[Puzzle, dict[str, Any]]) -> dict[str, Any]:
+    puzzle, kw = item
+    return solve_record(puzzle, **kw)
+
+
+def _positive_int(text: str) -> int:
+    n = int(text)
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"needs a whole number of at least 1, not {text}")
+    return n
+
+
+def _format_text(rec: dict[str, Any]) -> str:
+    head = (
+        f"== {rec['label']} [{rec['puzzle_hash'][:12]}] {rec['width']}x{rec['height']} "
+        f"(width x height)"
+    )
+    from nonolab.sat.fastsolve import PHASES
+
+    phases = [f"{k[:-2]} {rec[k]:.3f}" for k in PHASES if k in rec]
+    line = f"status: {rec['status']}  time {rec['time_s']:.3f} s"
+    if phases:
+        line += " (" + ", ".join(phases) + ")"
+    out = [head, line]
+    if rec.get("reason"):
+        out.append(f"note: {rec['reason']}")
+    if rec.get("grid"):
+        out += rec["grid"]
+    if rec.get("second_grid"):
+        out.append("-- a second solution:")
+        out += rec["second_grid"]
+    return "\n".join(out)
+
+
+def _solve(args: argparse.Namespace) -> int:
+    from nonolab.sat.formats import read_puzzles
+
+    puzzles: list[Puzzle] = []
+    for f in args.files:
+        puzzles.extend(read_puzzles(f, args.format))
+    kw = {
+        "method": args.method,
+        "encoding": args.encoding or ("order" if args.method == "hybrid" else "block_start"),
+        "solver": args.solver,
+        "timeout_s": args.timeout,
+        "probing": args.probing,
+        "hard": args.hard,
+        "bp_jobs": args.bp_jobs,
+        "guide": args.guide,
+    }
+    items = [(p, kw) for p in puzzles]
+    if args.jobs > 1 and len(items) > 1:
+        with ProcessPoolExecutor(max_workers=args.jobs) as ex:
+            results = ex.map(_worker, items, chunksize=max(1, len(items) // (8 * args.jobs)))
+            return _emit(results, args.json)
+    return _emit(map(_worker, items), args.json)
+
+
+def _emit(results, as_json: bool) -> int:
+    bad = 0
+    for rec in results:
+        if rec["status"] not in ("unique", "multiple"):
+            bad += 1
+        if as_json:
+            print(json.dumps(rec, sort_keys=True), flush=True)
+        else:
+            print(_format_text(rec), flush=True)
+    return 1 if bad else 0
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    """Add ``solve`` to the CLI."""
+    p = sub.add_parser(
+        "solve",
+        help="solve puzzle files (any supported format) and decide uniqueness",
+        description=(
+            "Solve every puzzle in FILE... and say whether its solution is unique. "
+            "Exit code 1 when some puzzle is unsat or undecided (timeout)."
+        ),
+    )
+    p.add_argument("files", nargs="+", metavar="FILE", help="puzzle files (.non, .nin, TAAI...)")
+    p.add_argument("--json", action="store_true", help="one JSON object per puzzle per line")
+    p.add_argument(
+        "--method",
+        choices=("hybrid", "plain"),
+        default="hybrid",
+        help="hybrid: line propagation then SAT on the rest (default); plain: whole CNF + solver",
+    )
+    p.add_argument(
+        "--encoding",
+        default=None,
+        help="CNF encoding (default: order for hybrid, block_start for plain)",
+    )
+    p.add_argument(
+        "--solver",
+        default=None,
+        help=(
+            "python-sat solver (default: auto for hybrid, i.e. minisat22 when at most 1,000 "
+            "cells are unknown after propagation, else cadical195; cadical195 for plain)"
+        ),
+    )
+    p.add_argument("--jobs", type=_positive_int, default=1, help="solve puzzles in N processes")
+    p.add_argument("--timeout", type=float, default=None, help="seconds per puzzle")
+    p.add_argument(
+        "--probing",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="single-cell probing between propagation and SAT (hybrid; default: the library's)",
+    )
+    p.add_argument(
+        "--hard",
+        choices=("bp", "kissat"),
+        default="bp",
+        help=(
+            "hybrid fallback for large puzzles CaDiCaL leaves open after 50k conflicts: bp = "
+            "belief-propagation decimation checked by CaDiCaL, then Kissat (default); kissat = "
+            "probing clauses + Kissat only"
+        ),
+    )
+    p.add_argument(
+        "--bp-jobs",
+        type=_positive_int,
+        default=1,
+        metavar="N",
+        help=(
+            "processes running the BP fallback's restart slices at once (default 1: one after "
+            "the other, a deterministic path; N > 1 uses N cores on one hard puzzle)"
+        ),
+    )
+    p.add_argument(
+        "--guide",
+        choices=("bp", "none"),
+        default="bp",
+        help=(
+            "hybrid, up to 1,000 unknown cells: bp = look for a first solution under the "
+            "likelier values of the cells belief propagation is surest of, as SAT assumptions, "
+            "then without them (default); none = one plain SAT call"
+        ),
+    )
+    p.add_argument("--format", default=None, help="puzzle format (default: from the extension)")
+    p.set_defaults(func=_solve)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    from nonolab.cli import main
+
+    sys.exit(main(["solve", *sys.argv[1:]]))

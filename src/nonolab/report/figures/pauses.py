@@ -1,0 +1,39 @@
+"""Figure: distribution of within-attempt gaps with the fitted mixture and the pause threshold."""
+
+from __future__ import annotations
+
+import numpy as np
+from matplotlib.figure import Figure
+
+from nonolab.report.figures import GREY, PALETTE, new_figure, style
+from nonolab.stats.pauses import mixture_density
+
+
+def plot_gap_distribution(gaps_s: np.ndarray, record: dict, bins: int = 80) -> Figure:
+    """Return the histogram of log gaps (density per unit ln s) with each fitted component, their
+    sum, the fitted threshold and the threshold used. ``record``: ``threshold.json`` content."""
+    g = np.asarray(gaps_s, dtype=float)
+    z = np.log(g[g > 0])
+    with style():
+        fig, ax = new_figure()
+        ax.hist(z, bins=bins, density=True, color="#d9d9d9", edgecolor="none", label="gaps")
+        grid = np.linspace(z.min(), z.max(), 600)
+        comps = mixture_density(record, grid)
+        names = ("fast (drag)", "within-move", "pause")
+        for i, c in enumerate(comps):
+            name = names[i] if len(comps) == 3 else f"component {i + 1}"
+            ax.plot(grid, c, color=PALETTE[i], lw=1.0, label=name)
+        ax.plot(grid, comps.sum(axis=0), color="black", lw=0.9, ls="--", label="mixture")
+        thr = record["threshold_s"]
+        used = record["threshold_used_s"]
+        ax.axvline(np.log(thr), color=PALETTE[3], lw=0.9, label=f"crossing {thr:.2f} s")
+        if abs(used - thr) > 1e-9:
+            ax.axvline(np.log(used), color=GREY, lw=0.9, ls=":", label=f"used {used:.2f} s")
+        ticks = [0.001, 0.01, 0.1, 1, 10, 100]
+        ticks = [t for t in ticks if z.min() <= np.log(t) <= z.max()]
+        ax.set_xticks(np.log(ticks), [f"{t:g}" for t in ticks])
+        ax.set_xlabel("gap between interactions (s, log scale)")
+        ax.set_ylabel("density (per ln s)")
+        ax.set_title(f"{record['n_gaps']:,} within-puzzle gaps", loc="left")
+        ax.legend(loc="upper left")
+    return fig

@@ -1,0 +1,77 @@
+"""Figures: Bradley-Terry strengths with intervals; BT rank against each SAT metric."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
+
+from nonolab.report.figures import COLUMN_WIDTH_IN, GREY, PALETTE, new_figure, style
+
+
+def plot_strengths(strengths: pd.DataFrame) -> Figure:
+    """Return a dot plot of BT strengths (geometric mean 1, log axis) with bootstrap intervals,
+    puzzles ordered from rated easiest to hardest. ``strengths``: ``bt_strengths.csv``."""
+    d = strengths.sort_values("strength").reset_index(drop=True)
+    with style():
+        fig, ax = new_figure()
+        y = np.arange(len(d))
+        err = np.vstack([d["strength"] - d["ci_low"], d["ci_high"] - d["strength"]])
+        ax.errorbar(d["strength"], y, xerr=err, fmt="o", color=PALETTE[0], ecolor=GREY, capsize=2)
+        ax.axvline(1.0, color=GREY, lw=0.6, ls=":")
+        ax.set_xscale("log")
+        labels = [
+            f"id {p} ({h[:6]})" if h else f"id {p}"
+            for p, h in zip(
+                d["puzzle_id"].astype(str), d["puzzle_hash"].fillna("").astype(str), strict=True
+            )
+        ]
+        ax.set_yticks(y, labels)
+        ax.set_xlabel("Bradley-Terry strength (harder to the right)")
+        ax.set_title("Reported difficulty, 95% bootstrap intervals", loc="left")
+    return fig
+
+
+def plot_rank_vs_metrics(points: pd.DataFrame, table1: pd.DataFrame) -> Figure:
+    """Return a grid (rows: alignments, columns: metrics) of BT rank against metric rank.
+
+    ``points``: ``puzzle_id``, ``alignment``, ``strength`` and one column per metric (the
+    main solver x encoding); ``table1``: the matching Table 1 rows, for the rho labels.
+    """
+    aligns = [a for a in ("published", "corrected") if a in set(points["alignment"])]
+    metrics = [m for m in ("decisions", "propagations", "conflicts") if m in points.columns]
+    with style():
+        fig, axes = new_figure(
+            len(aligns),
+            len(metrics),
+            width_in=COLUMN_WIDTH_IN * 1.6,
+            height_in=1.35 * len(aligns) + 0.3,
+            squeeze=False,
+            sharex=True,
+            sharey=True,
+        )
+        for i, a in enumerate(aligns):
+            d = points[points["alignment"] == a]
+            bt_rank = d["strength"].rank(ascending=True, method="average")
+            for j, m in enumerate(metrics):
+                ax = axes[i][j]
+                mr = d[m].rank(ascending=True, method="average")
+                ax.scatter(mr, bt_rank, color=PALETTE[0 if a == "corrected" else 1], s=14, zorder=3)
+                for x, yv, lab in zip(mr, bt_rank, d["puzzle_id"].astype(str), strict=True):
+                    ax.annotate(lab, (x, yv), xytext=(2, 2), textcoords="offset points", fontsize=6)
+                row = table1[(table1["alignment"] == a) & (table1["metric"] == m)]
+                if len(row):
+                    r = row.iloc[0]
+                    ax.set_title(
+                        f"{m}\nrho={r['bt_rho']:.3f}, perm p={r['perm_p']:.3f}", fontsize=7
+                    )
+                if j == 0:
+                    ax.set_ylabel(f"{a}\nBT rank (1=easiest)")
+                if i == len(aligns) - 1:
+                    ax.set_xlabel("metric rank")
+                n = len(d)
+                ax.set_xlim(0.5, n + 0.5)
+                ax.set_ylim(0.5, n + 0.5)
+                ax.set_xticks(range(1, n + 1))
+                ax.set_yticks(range(1, n + 1))
+    return fig

@@ -1,0 +1,1036 @@
+"""Ingest a study folder into tidy, schema-validated tables and an exclusion ledger.
+
+:func:`ingest_study` reads every line of every log file the preset's globs match (see
+:mod:`nonolab.study.presets`), parses it with :mod:`nonolab.study.logs`, and returns the tables
+
+* ``events``: one row per used event (a drag is expanded to one row per cell of its rectangle,
+  all rows sharing ``drag_id`` = the drag's line number), with ``phase`` (``pre``, ``puzzle``,
+  ``post``), attempt ``order``, ``puzzle_id`` label, ``puzzle_hash``, ``t`` (UTC) and ``t_s``
+  (seconds from session start);
+* ``attempts`` (participant x puzzle), ``participants`` (pre-survey answers and the six
+  expertise items), ``ratings`` (initial and final 1-5, guessing answers), ``survey_texts``,
+  ``puzzles`` (label, hash, size, clues and solution as JSON);
+* ``ledger``: one row per file, participant, attempt or line that is not used as is
+  (``level``, ``source`` = ``file:line``, ``id``, ``reason``, ``action`` = ``excluded`` or
+  ``kept``);
+* ``summary``: counts, with the identity ``events_read = events_used + events_excluded +
+  events_ignored``.
+
+Attempt windows follow the published analysis: events are ordered by time (stable), attempt
+``k`` is ``[t(survey before it), t(survey puzzle_k))`` where the survey before attempt 1 is the
+pre-survey; survey events belong to the attempt they rate.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import os
+import re
+from bisect import bisect_right
+from collections import Counter
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from functools import cache, partial
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import yaml
+
+from nonolab.sat.puzzles import Puzzle, load_study_puzzles
+from nonolab.study.logs import (
+    EVENT_SPECS,
+    IGNORED_TYPES,
+    Event,
+    LogLineError,
+    UnknownEventType,
+    read_log_lines,
+)
+from nonolab.study.presets import SCHEMA_DIR, Preset, StudyError, log_sources, study_file
+
+FREQUENCY_ORDER = {"never": 0, "few": 1, "many": 2, "regular": 3}
+EXPERTISE_ITEMS = (
+    "skill_nonogram",
+    "skill_puzzles",
+    "played_before_ord",
+    "puzzle_played_frequency_ord",
+    "n_nonogram_sizes",
+    "n_logic_puzzles",
+)
+TEXT_KEYS = ("rating_reason", "strategy", "comments")
+TABLES = ("events", "attempts", "participants", "ratings", "survey_texts", "puzzles", "ledger")
+HUMAN_TABLES = ("attempts", "participants", "ratings", "ledger")
+
+
+class TableSchemaError(ValueError):
+    """A table does not match its schema in ``workflow/schemas/<table>.schema.yaml``."""
+
+
+@dataclass
+class IngestResult:
+    """All ingest tables (DataFrames, keyed by name) and the summary dict."""
+
+    tables: dict[str, pd.DataFrame]
+    summary: dict[str, Any]
+    inputs: list[Path] = field(default_factory=list)
+
+
+@dataclass
+class _Ledger:
+    rows: list[dict[str, str]] = field(default_factory=list)
+
+    def add(self, level: str, source: str, id_: str, reason: str, action: str = "excluded"):
+        self.rows.append(
+            {"level": level, "source": source, "id": id_, "reason": reason, "action": action}
+        )
+
+
+def puzzles_table(puzzles: list[Puzzle]) -> pd.DataFrame:
+    """Return one row per puzzle: label, hash, height, width, clues and solution as JSON."""
+    rows = []
+    for p in puzzles:
+        if p.solution is None:
+            raise StudyError(f"puzzle id {p.label}: no solution given; features need it")
+        rows.append(
+            {
+                "puzzle_id": str(p.label),
+                "puzzle_hash": p.hash,
+                "height": p.height,
+                "width": p.width,
+                "n_filled": int(sum(map(sum, p.solution))),
+                "clues_json": json.dumps(p.clues_dict(), separators=(",", ":")),
+                "solution_json": json.dumps([list(r) for r in p.solution], separators=(",", ":")),
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def expertise_items(answers: dict[str, Any]) -> dict[str, Any]:
+    """Return the six expertise items of a pre-survey ``answers`` dict (None when absent).
+
+    Skills are the 1-10 answers; frequencies map never/few/many/regular to 0-3; the counts are
+    the number of options ticked (an ``N/A`` tick counts, as in the published table).
+    """
+
+    def skill(v: Any) -> int | None:
+        ok = isinstance(v, int | float) and not isinstance(v, bool) and float(v).is_integer()
+        return int(v) if ok and 1 <= v <= 10 else None
+
+    def ordinal(v: Any) -> int | None:
+        return FREQUENCY_ORDER.get(str(v).lower()) if v is not None else None
+
+    def count(v: Any) -> int | None:
+        return len(v) if isinstance(v, list) else None
+
+    return {
+        "skill_nonogram": skill(answers.get("skill_nonogram")),
+        "skill_puzzles": skill(answers.get("skill_puzzles")),
+        "played_before_ord": ordinal(answers.get("played_before")),
+        "puzzle_played_frequency_ord": ordinal(answers.get("puzzle_played_frequency")),
+        "n_nonogram_sizes": count(answers.get("nonogram_size_experience")),
+        "n_logic_puzzles": count(answers.get("logic_experience")),
+    }
+
+
+def _rating(v: Any) -> int | None:
+    if isinstance(v, bool) or not isinstance(v, int | float) or not float(v).is_integer():
+        return None
+    return int(v) if 1 <= v <= 5 else None
+
+
+def _raw_rating(v: Any) -> int | None:
+    if isinstance(v, bool) or not isinstance(v, int | float) or not float(v).is_integer():
+        return None
+    return int(v)
+
+
+class Board:
+    """Board replay with the published semantics (undo stack of cell snapshots).
+
+    ``move`` sets one cell; a drag sets its rectangle (``flip`` -> 1, ``cross`` -> -1,
+    ``cross_toggle``: -1 -> 0, else -> -1); ``undo`` restores the last snapshot; ``reset``
+    clears the board (undoable). Hints do not change the board.
+    """
+
+    def __init__(self, height: int, width: int):
+        self.h, self.w = height, width
+        self.cells = np.zeros((height, width), dtype=np.int8)
+        self.stack: list[list[tuple[int, int, int]]] = []
+
+    def move(self, r: int, c: int, value: int) -> int:
+        """Set cell (r, c) to ``value``; return its previous value."""
+        old = int(self.cells[r, c])
+        self.cells[r, c] = value
+        self.stack.append([(r, c, old)])
+        return old
+
+    def drag(self, mode: str, cells: list[tuple[int, int]]) -> list[tuple[int, int]]:
+        """Apply a drag over ``cells``; return [(previous value, new value)] per cell."""
+        snap, out = [], []
+        for r, c in cells:
+            old = int(self.cells[r, c])
+            if mode == "flip":
+                new = 1
+            elif mode == "cross":
+                new = -1
+            else:
+                new = 0 if old == -1 else -1
+            self.cells[r, c] = new
+            snap.append((r, c, old))
+            out.append((old, new))
+        if snap:
+            self.stack.append(snap)
+        return out
+
+    def undo(self) -> None:
+        """Restore the last snapshot (no-op when there is none)."""
+        if self.stack:
+            for r, c, old in self.stack.pop():
+                self.cells[r, c] = old
+
+    def reset(self) -> None:
+        """Clear the board, keeping an undo snapshot of the filled/crossed cells."""
+        nz = np.argwhere(self.cells != 0)
+        self.stack.append([(int(r), int(c), int(self.cells[r, c])) for r, c in nz])
+        self.cells[:, :] = 0
+
+
+def _drag_cells(f: dict[str, Any]) -> list[tuple[int, int]]:
+    (r0, c0), (r1, c1) = f["normalized_start"], f["normalized_end"]
+    return [
+        (r, c)
+        for r in range(min(r0, r1), max(r0, r1) + 1)
+        for c in range(min(c0, c1), max(c0, c1) + 1)
+    ]
+
+
+def _drag_problem(f: dict[str, Any], h: int, w: int) -> str | None:
+    (r0, c0), (r1, c1) = f["normalized_start"], f["normalized_end"]
+    if max(r0, r1) >= h or max(c0, c1) >= w:
+        return f"drag rectangle ({r0},{c0})-({r1},{c1}) lies outside the {h}x{w} grid"
+    if r0 > r1 or c0 > c1:
+        return f"drag normalized_start ({r0},{c0}) is after normalized_end ({r1},{c1})"
+    if "start" in f and "end" in f:
+        (sr, sc), (er, ec) = f["start"], f["end"]
+        if (min(sr, er), min(sc, ec), max(sr, er), max(sc, ec)) != (r0, c0, r1, c1):
+            return "drag start/end do not span the normalized rectangle"
+    n = (r1 - r0 + 1) * (c1 - c0 + 1)
+    if f["changed_cells"] != n:
+        return f"drag changed_cells={f['changed_cells']} but its rectangle has {n} cells"
+    return None
+
+
+def _first(events: list[Event], typ: str, **match: Any) -> Event | None:
+    for e in events:
+        if e.type == typ and all(e.fields.get(k) == v for k, v in match.items()):
+            return e
+    return None
+
+
+def ingest_study(study_dir: str | Path, preset: Preset) -> IngestResult:
+    """Return every ingest table and the summary for the study at ``study_dir``.
+
+    Raises :class:`~nonolab.study.StudyError` for an unusable study (no log files, missing
+    puzzle file, duplicated participant ids) and :class:`~nonolab.sat.puzzles.PuzzleError` for a
+    puzzle file whose clues contradict its solutions. Everything else that cannot be used is a
+    ledger row.
+    """
+    # Millions of small row objects and no reference cycles: the cyclic garbage collector
+    # would rescan them over and over (quadratic in the study size), so it is paused here.
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return _ingest_study(study_dir, preset)
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _ingest_study(study_dir: str | Path, preset: Preset) -> IngestResult:
+    study_dir = Path(study_dir)
+    puzzle_path = study_file(study_dir, preset, "puzzle_file")
+    if not puzzle_path.is_file():
+        raise StudyError(f"puzzle file {puzzle_path} does not exist (preset {preset.name})")
+    puzzles = load_study_puzzles(puzzle_path)
+    ptab = puzzles_table(puzzles)
+    by_label = {p.label: p for p in puzzles}
+    sources = log_sources(study_dir, preset)
+    if not sources:
+        raise StudyError(
+            f"no log files under {study_dir} match the preset {preset.name} globs "
+            f"{preset.get('log_globs')}"
+        )
+    n_per = preset.puzzles_per_session
+    ledger = _Ledger()
+    counts: Counter[str] = Counter()
+    by_type: Counter[str] = Counter()
+    ignored: Counter[str] = Counter()
+    ev_cols: dict[str, list[Any]] = {c: [] for c in _columns("events")}
+    att_rows: list[dict[str, Any]] = []
+    part_rows: list[dict[str, Any]] = []
+    rating_rows: list[dict[str, Any]] = []
+    text_rows: list[dict[str, Any]] = []
+    inputs = [puzzle_path]
+
+    hash_of = {label: p.hash for label, p in by_label.items()}
+    for src, out in zip(sources, _read_sources(sources, by_label, hash_of, n_per), strict=True):
+        inputs.append(src.path)
+        counts["log_files"] += 1
+        counts["events_read"] += out["n_lines"]
+        by_type.update(out["by_type"])
+        ledger.rows += out["ledger"]
+        if src.participant_id is None:
+            counts["events_excluded"] += out["n_lines"]
+            counts["files_excluded"] += 1
+            continue
+        counts["events_excluded"] += out["n_errors"]
+        res = out["res"]
+        if res is None:
+            counts["events_excluded"] += out["n_events"]
+            counts["participants_excluded"] += 1
+            continue
+        counts["events_excluded"] += res["n_excluded"]
+        for typ, n in res["ignored"].items():
+            ignored[typ] += n
+        counts["events_used"] += res["n_used"]
+        for c, vals in res["events"].items():
+            ev_cols[c] += vals
+        att_rows += res["attempts"]
+        part_rows.append(res["participant"])
+        rating_rows += res["ratings"]
+        text_rows += res["texts"]
+
+    themes = preset.get("themes") or {}
+    coded = study_dir / themes["coded_responses"] if "coded_responses" in themes else None
+    if coded is not None and coded.is_file():
+        inputs.append(coded)
+        book = study_dir / themes["codebook"] if "codebook" in themes else None
+        known = codebook_codes(book) if book is not None and book.is_file() else None
+        pids = {r["participant_id"] for r in part_rows}
+        ledger.rows += check_coded_themes(coded, pids, known, themes["coded_responses"])
+    tables = {
+        "events": _events_frame_from_columns(ev_cols),
+        "attempts": pd.DataFrame(att_rows, columns=_columns("attempts")),
+        "participants": pd.DataFrame(part_rows, columns=_columns("participants")),
+        "ratings": pd.DataFrame(rating_rows, columns=_columns("ratings")),
+        "survey_texts": pd.DataFrame(text_rows, columns=_columns("survey_texts")),
+        "puzzles": ptab,
+        "ledger": pd.DataFrame(ledger.rows, columns=_columns("ledger")),
+    }
+    tables = {k: coerce_table(v, k) for k, v in tables.items()}
+    for name, df in tables.items():
+        validate_table(df, name)
+    att, rat = tables["attempts"], tables["ratings"]
+    n_ignored = sum(ignored.values())
+    summary = {
+        "preset": preset.name,
+        "log_files": counts["log_files"],
+        "files_excluded": counts["files_excluded"],
+        "participants": int(len(tables["participants"])),
+        "participants_excluded": counts["participants_excluded"],
+        "attempts": int(len(att)),
+        "final_ratings": int(rat["final_difficulty"].notna().sum()),
+        "initial_ratings": int(rat["initial_difficulty"].notna().sum()),
+        "solve_times": int(
+            (att["first_solved_check_t"].notna() | (att["n_interactions"] >= 2)).sum()
+        ),
+        "solved": int(att["solved"].fillna(False).astype(bool).sum()) if len(att) else 0,
+        "attempts_per_puzzle": {
+            str(k): int(v) for k, v in att.groupby("puzzle_id").size().sort_index().items()
+        },
+        "events_read": counts["events_read"],
+        "events_used": counts["events_used"],
+        "events_excluded": counts["events_excluded"],
+        "events_ignored": n_ignored,
+        "events_ignored_by_type": dict(sorted(ignored.items())),
+        "events_by_type": dict(sorted(by_type.items())),  # lines read, by type
+        "event_rows": int(len(tables["events"])),
+        "ledger_rows": int(len(tables["ledger"])),
+        "ledger_by_level": {
+            f"{lv}/{ac}": int(n)
+            for (lv, ac), n in tables["ledger"].groupby(["level", "action"]).size().items()
+        },
+    }
+    summary["identity_ok"] = summary["events_read"] == (
+        summary["events_used"] + summary["events_excluded"] + summary["events_ignored"]
+    )
+    if not summary["identity_ok"]:
+        raise AssertionError(f"event accounting does not add up: {summary}")
+    return IngestResult(tables, summary, inputs)
+
+
+#: Studies with at least this many log files are read by a pool of worker processes (one per
+#: available CPU, at most 8, or ``NONOLAB_INGEST_WORKERS``; 1 = no pool), each file
+#: independently; smaller ones in this process.
+PARALLEL_MIN_FILES = 200
+#: files a worker process reads per task
+PARALLEL_CHUNK = 32
+
+
+def _read_source(
+    src: Any, by_label: dict[str | None, Puzzle], hash_of: dict[str, str], n_per: int
+) -> dict[str, Any]:
+    """Read and ingest one log file: line counts, types read, its ledger rows (in order) and
+    the participant's rows (``res``, None when the participant or file is excluded)."""
+    events, errors, n_lines = read_log_lines(str(src.path), src.rel)
+    by_type: Counter[str] = Counter(e.type for e in events)
+    for err in errors:
+        by_type["(unknown)" if isinstance(err, UnknownEventType) else "(unparsable)"] += 1
+    ledger = _Ledger()
+    out = {
+        "n_lines": n_lines,
+        "n_events": len(events),
+        "n_errors": len(errors),
+        "by_type": by_type,
+        "ledger": ledger.rows,
+        "res": None,
+    }
+    if src.participant_id is None:
+        ledger.add("file", src.rel, src.path.stem, src.reason or "excluded by preset")
+        return out
+    pid = src.participant_id
+    for err in errors:
+        ledger.add("line", err.source, pid, err.reason)
+    out["res"] = _ingest_participant(src.rel, pid, events, by_label, n_per, ledger, hash_of)
+    return out
+
+
+def _read_sources(
+    sources: list[Any], by_label: dict[str | None, Puzzle], hash_of: dict[str, str], n_per: int
+) -> Iterator[dict[str, Any]]:
+    """Yield :func:`_read_source` of every source, in order (in parallel for many files)."""
+    work = partial(_read_source, by_label=by_label, hash_of=hash_of, n_per=n_per)
+    n_cpu = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    n_workers = int(os.environ.get("NONOLAB_INGEST_WORKERS") or min(n_cpu or 1, 8))
+    if n_workers < 2 or len(sources) < PARALLEL_MIN_FILES:
+        yield from map(work, sources)
+        return
+    from nonolab.core.workers import Workers
+
+    chunks = [sources[i : i + PARALLEL_CHUNK] for i in range(0, len(sources), PARALLEL_CHUNK)]
+    # fork: a worker starts with the parent's imports and tables (spawn cost ~0.8 s of 6.6 s
+    # on a 1,000-participant study); ingest runs no threads of its own
+    with Workers(n_workers, partial(_read_chunk, work), start_method="fork") as workers:
+        for outs in workers.imap(chunks):
+            yield from outs
+
+
+def _read_chunk(work: Callable[[Any], dict[str, Any]], sources: list[Any]) -> list[dict[str, Any]]:
+    """Return ``[work(s) for s in sources]`` (one task of a worker process)."""
+    return [work(s) for s in sources]
+
+
+def _ingest_participant(
+    rel: str,
+    pid: str,
+    events: list[Event],
+    puzzles: dict[str | None, Puzzle],
+    n_per: int,
+    ledger: _Ledger,
+    hash_of: dict[str, str] | None = None,
+) -> dict[str, Any] | None:
+    """Return the rows of one participant's session, or None (participant ledgered)."""
+    # Stable time order, as the published analysis did; note lines that go back in time.
+    prev = None
+    for e in events:
+        if prev is not None and e.t < prev and e.type != "session_end":
+            ledger.add(
+                "line",
+                f"{rel}:{e.line_no}",
+                pid,
+                f"{e.type} time is earlier than the previous line; events are ordered by time",
+                "kept",
+            )
+        prev = e.t if prev is None else max(prev, e.t)
+    events = sorted(events, key=lambda e: e.t)
+    excluded: set[int] = set()
+    seen: dict[str, int] = {}
+    for e in events:
+        if e.raw in seen:
+            ledger.add("line", f"{rel}:{e.line_no}", pid, f"duplicate of line {seen[e.raw]}")
+            excluded.add(e.line_no)
+        else:
+            seen[e.raw] = e.line_no
+    ss = _first(events, "session_start_three")
+    if ss is None:
+        ledger.add("participant", rel, pid, "no session_start_three event with a puzzle queue")
+        return None
+    queue = [str(q) for q in ss.fields["queue"]]
+    where_ss = f"{rel}:{ss.line_no}"
+    if len(queue) != n_per:
+        ledger.add(
+            "participant",
+            where_ss,
+            pid,
+            f"session serves {len(queue)} puzzles, the preset expects {n_per}",
+        )
+        return None
+    unknown = [q for q in queue if q not in puzzles]
+    if unknown:
+        ledger.add(
+            "participant",
+            where_ss,
+            pid,
+            f"puzzle ids {unknown} in the session queue are not in the puzzle file",
+        )
+        return None
+    surveys = {}
+    for e in events:
+        if e.type == "survey_submit" and e.line_no not in excluded:
+            st = e.fields["survey_type"]
+            if st in surveys:
+                ledger.add(
+                    "line", f"{rel}:{e.line_no}", pid, f"second {st} survey; the first is used"
+                )
+                excluded.add(e.line_no)
+            else:
+                surveys[st] = e
+    needed = ["pre"] + [f"puzzle_{k}" for k in range(1, n_per + 1)]
+    missing = [s for s in needed if s not in surveys]
+    if missing:
+        why = "no pre-survey" if missing == ["pre"] else f"incomplete surveys: missing {missing}"
+        ledger.add("participant", rel, pid, why)
+        return None
+    bounds = [surveys[s].t for s in needed]
+    if any(b1 < b0 for b0, b1 in zip(bounds, bounds[1:], strict=False)):
+        ledger.add("participant", rel, pid, "survey times are not in order pre < puzzle_1 < ...")
+        return None
+    post = surveys.get("post")
+    if post is None:
+        ledger.add("participant", rel, pid, "no post-survey: final ratings missing", "kept")
+    t0 = ss.t
+    hashes = {q: hash_of[q] if hash_of else puzzles[q].hash for q in queue}
+    sizes = {q: (puzzles[q].height, puzzles[q].width) for q in queue}
+    boards = {}
+    for k, q in enumerate(queue, start=1):
+        p = puzzles[q]
+        boards[k] = Board(p.height, p.width)
+    rows: list[dict[str, Any]] = []
+    ignored: Counter[str] = Counter()
+    n_used = 0
+    last_order_t: dict[int, list] = {k: [] for k in range(1, n_per + 1)}
+    for seq, e in enumerate(events):
+        if e.line_no in excluded:
+            continue
+        if e.role == "ignored":
+            ignored[e.type] += 1
+            continue
+        # phase and attempt
+        if e.type == "survey_submit":
+            st = e.fields["survey_type"]
+            phase = "puzzle" if st.startswith("puzzle_") else st
+            order = int(st[7:]) if st.startswith("puzzle_") else None
+            if order is not None and order > n_per:
+                ledger.add("line", f"{rel}:{e.line_no}", pid, f"survey {st} beyond the session")
+                excluded.add(e.line_no)
+                continue
+        elif e.t < bounds[0]:
+            phase, order = "pre", None
+        elif e.t >= bounds[-1]:
+            phase, order = "post", None
+        else:
+            order = bisect_right(bounds, e.t)  # bounds[order - 1] <= t < bounds[order]
+            phase = "puzzle"
+        qid = queue[order - 1] if order else None
+        puz = puzzles[qid] if qid else None
+        base = {
+            "participant_id": pid,
+            "source_file": rel,
+            "line_no": e.line_no,
+            "seq": seq,
+            "phase": phase,
+            "order": order,
+            "puzzle_id": qid,
+            "puzzle_hash": hashes[qid] if qid else None,
+            "t": e.t,
+            "t_s": (e.t - t0).total_seconds(),
+            "type": e.type,
+            "role": e.role,
+        }
+        f = e.fields
+        extra: dict[str, Any] = {}
+        where = f"{rel}:{e.line_no}"
+        if e.type in ("move", "hint"):
+            if puz is None:
+                ledger.add("line", where, pid, f"{e.type} outside a puzzle window ({phase})")
+                excluded.add(e.line_no)
+                continue
+            if f["r"] >= sizes[qid][0] or f["c"] >= sizes[qid][1]:
+                ledger.add(
+                    "line",
+                    where,
+                    pid,
+                    f"{e.type} cell ({f['r']},{f['c']}) outside the {puz.height}x{puz.width} grid",
+                )
+                excluded.add(e.line_no)
+                continue
+            extra = {"r": f["r"], "c": f["c"]}
+            if e.type == "move":
+                extra["value"] = f["value"]
+                extra["prev_value"] = boards[order].move(f["r"], f["c"], f["value"])
+        elif e.type == "drag":
+            if puz is None:
+                ledger.add("line", where, pid, f"drag outside a puzzle window ({phase})")
+                excluded.add(e.line_no)
+                continue
+            problem = _drag_problem(f, puz.height, puz.width)
+            if problem:
+                ledger.add("line", where, pid, problem)
+                excluded.add(e.line_no)
+                continue
+            cells = _drag_cells(f)
+            vals = boards[order].drag(f["mode"], cells)
+            n_used += 1
+            last_order_t[order].append(e.t)
+            for (r, c), (old, new) in zip(cells, vals, strict=True):
+                rows.append(
+                    base
+                    | {
+                        "r": r,
+                        "c": c,
+                        "value": new,
+                        "prev_value": old,
+                        "drag_id": e.line_no,
+                        "drag_mode": f["mode"],
+                        "drag_cells": len(cells),
+                    }
+                )
+            continue
+        elif e.type == "undo" and order:
+            boards[order].undo()
+            extra = {"undo_label": f.get("label"), "diffs_len": f.get("diffs_len")}
+        elif e.type == "reset" and order:
+            boards[order].reset()
+        elif e.type == "check_bank":
+            extra = {
+                "solved": f["solved"],
+                "n_mismatches": len(f["mismatches"]),
+                "event_puzzle_id": str(f["puzzle_id"]),
+            }
+            if qid is not None and str(f["puzzle_id"]) != qid:
+                ledger.add(
+                    "line",
+                    where,
+                    pid,
+                    f"check_bank names puzzle {f['puzzle_id']} but the attempt is puzzle {qid}",
+                    "kept",
+                )
+            if str(f["puzzle_id"]) not in puzzles:
+                ledger.add(
+                    "line",
+                    where,
+                    pid,
+                    f"check_bank names puzzle id {f['puzzle_id']}, not in the puzzle file",
+                    "kept",
+                )
+        elif e.type in ("skip_puzzle", "puzzle_advanced"):
+            extra = {"event_puzzle_id": str(f["puzzle_id"])}
+            if str(f["puzzle_id"]) not in puzzles:
+                ledger.add(
+                    "line",
+                    where,
+                    pid,
+                    f"{e.type} names puzzle id {f['puzzle_id']}, not in the puzzle file",
+                    "kept",
+                )
+        elif e.type == "survey_submit":
+            extra = {"survey_type": f["survey_type"]}
+        elif e.type == "session_start_three":
+            extra = {"schedule_idx": f.get("schedule_idx")}
+        n_used += 1
+        rows.append(base | extra)
+    n_excluded = len(excluded)
+
+    # attempts, ratings and texts
+    end_ev = _first(events, "ended_without_full_completion")
+    all_done = _first(events, "completed_all_three") is not None
+    pre_ans = surveys["pre"].fields["answers"]
+    post_ans = post.fields["answers"] if post else {}
+    attempts, ratings, texts = [], [], []
+    for k, q in enumerate(queue, start=1):
+        p = puzzles[q]
+        in_win = [
+            r for r in rows if r["order"] == k and r["phase"] == "puzzle" and r["role"] != "survey"
+        ]
+        inter = [r["t"] for r in in_win if r["role"] != "session"]
+        if all_done:
+            solved, skipped = True, False
+        elif end_ev is not None:
+            sf = end_ev.fields["solved_flags"]
+            kf = end_ev.fields.get("skipped_flags")
+            solved = sf[k - 1] if k - 1 < len(sf) else None
+            skipped = kf[k - 1] if kf is not None and k - 1 < len(kf) else None
+        else:
+            solved, skipped = None, None
+        n_skip_events = sum(1 for r in in_win if r["type"] == "skip_puzzle")
+        solved_check = [r["t"] for r in in_win if r["type"] == "check_bank" and r["solved"]]
+        attempts.append(
+            {
+                "participant_id": pid,
+                "order": k,
+                "puzzle_id": q,
+                "puzzle_hash": hashes[q],
+                "source_file": rel,
+                "window_start": bounds[k - 1],
+                "window_end": bounds[k],
+                "first_interaction_t": min(inter) if inter else pd.NaT,
+                "last_interaction_t": max(inter) if inter else pd.NaT,
+                "first_solved_check_t": min(solved_check) if solved_check else pd.NaT,
+                "solved": solved,
+                "skipped": skipped,
+                "skip_events": n_skip_events,
+                "n_events": len({r["line_no"] for r in in_win}),
+                "n_interactions": len(
+                    {r["line_no"] for r in in_win if r["role"] in ("interaction", "marker")}
+                ),
+            }
+        )
+        ps = surveys[f"puzzle_{k}"].fields["answers"]
+        ini_raw = ps.get("difficulty")
+        fin_raw = post_ans.get(f"puzzle_{k}_rate_again")
+        for label, raw in (("initial", ini_raw), ("final", fin_raw)):
+            if raw is not None and _rating(raw) is None:
+                src = surveys[f"puzzle_{k}"] if label == "initial" else post
+                ledger.add(
+                    "attempt",
+                    f"{rel}:{src.line_no}",
+                    f"{pid}/{k}",
+                    f"{label} rating {raw!r} is not an integer 1-5: set to missing"
+                    + (" (-1 = the platform's value for a skipped puzzle)" if raw == -1 else ""),
+                    "kept",
+                )
+        ratings.append(
+            {
+                "participant_id": pid,
+                "order": k,
+                "puzzle_id": q,
+                "puzzle_hash": hashes[q],
+                "initial_difficulty": _rating(ini_raw),
+                "initial_difficulty_raw": _raw_rating(ini_raw),
+                "initial_guesses": _str_or_none(ps.get(f"puzzle_{k}_guesses")),
+                "final_difficulty": _rating(fin_raw),
+                "final_difficulty_raw": _raw_rating(fin_raw),
+                "final_guesses": _str_or_none(post_ans.get(f"puzzle_{k}_guesses")),
+            }
+        )
+        reason = post_ans.get(f"puzzle_{k}_rating_reason")
+        if isinstance(reason, str):
+            texts.append(
+                {
+                    "participant_id": pid,
+                    "survey_type": "post",
+                    "question": "rating_reason",
+                    "order": k,
+                    "puzzle_id": q,
+                    "puzzle_hash": hashes[q],
+                    "text": reason,
+                }
+            )
+    for st, ans in (("pre", pre_ans), ("post", post_ans)):
+        for key, val in ans.items():
+            if isinstance(val, str) and (key.endswith("_other") or key in TEXT_KEYS):
+                texts.append(
+                    {
+                        "participant_id": pid,
+                        "survey_type": st,
+                        "question": key,
+                        "order": None,
+                        "puzzle_id": None,
+                        "puzzle_hash": None,
+                        "text": val,
+                    }
+                )
+    items = expertise_items(pre_ans)
+    for key in ("skill_nonogram", "skill_puzzles"):
+        if pre_ans.get(key) is not None and items[key] is None:
+            ledger.add(
+                "participant",
+                f"{rel}:{surveys['pre'].line_no}",
+                pid,
+                f"pre-survey {key}={pre_ans.get(key)!r} is not an integer 1-10: set to missing",
+                "kept",
+            )
+    participant = {
+        "participant_id": pid,
+        "source_file": rel,
+        "queue_json": json.dumps([int(q) if q.isdigit() else q for q in queue]),
+        "schedule_idx": ss.fields.get("schedule_idx"),
+        "session_start": ss.t,
+        "has_post_survey": post is not None,
+        "played_before": _str_or_none(pre_ans.get("played_before")),
+        "puzzle_played_frequency": _str_or_none(pre_ans.get("puzzle_played_frequency")),
+        "nonogram_size_experience_json": json.dumps(pre_ans.get("nonogram_size_experience")),
+        "logic_experience_json": json.dumps(pre_ans.get("logic_experience")),
+    } | items
+    return {
+        "events": {c: [r.get(c) for r in rows] for c in _columns("events")},
+        "attempts": attempts,
+        "ratings": ratings,
+        "texts": texts,
+        "participant": participant,
+        "n_used": n_used,
+        "n_excluded": n_excluded,
+        "ignored": ignored,
+    }
+
+
+def _str_or_none(v: Any) -> str | None:
+    return v if isinstance(v, str) else None
+
+
+# ---------------------------------------------------------------------------------------------
+# Coded survey themes: check that the coded file names known participants and codes.
+
+_CODE_ROW = re.compile(r"^\|\s*`([A-Z][A-Z_]*)`\s*\|")
+
+
+def codebook_codes(path: str | Path) -> set[str]:
+    """Return the codes defined in a Markdown codebook (table rows starting with a `CODE` cell)."""
+    codes = set()
+    for line in Path(path).read_text(encoding="utf-8").splitlines():
+        m = _CODE_ROW.match(line.strip())
+        if m:
+            codes.add(m.group(1))
+    return codes
+
+
+def check_coded_themes(
+    path: str | Path,
+    participant_ids: set[str],
+    known_codes: set[str] | None,
+    rel: str,
+) -> list[dict[str, str]]:
+    """Return ledger rows for a coded-responses CSV (one 0/1 ``code_*`` column per code).
+
+    A row whose ``source_file`` stem (the published participant id) is not an analysed
+    participant, a ``code_*`` column or ``codes_str`` entry that is not a known code, and a code
+    value other than 0/1 are ledgered with ``file:line`` (CSV record end line). Raises
+    :class:`StudyError` if the file lacks ``source_file``.
+    """
+    import csv
+
+    out: list[dict[str, str]] = []
+    with open(path, encoding="utf-8", newline="") as fh:
+        reader = csv.DictReader(fh)
+        fields = reader.fieldnames or []
+        if "source_file" not in fields:
+            raise StudyError(f"{rel}: coded-themes file has no source_file column")
+        code_cols = [f for f in fields if f.startswith("code_")]
+        if known_codes is not None:
+            for col in code_cols:
+                if col[5:] not in known_codes:
+                    out.append(
+                        _lrow(
+                            "file",
+                            f"{rel}:1",
+                            col,
+                            f"column {col}: code {col[5:]!r} "
+                            "is not in the codebook; column ignored",
+                        )
+                    )
+        cols = {c[5:] for c in code_cols}
+        for rec in reader:
+            where = f"{rel}:{reader.line_num}"
+            stem = Path(rec.get("source_file") or "").stem
+            if stem not in participant_ids:
+                out.append(
+                    _lrow(
+                        "line",
+                        where,
+                        stem or "(empty)",
+                        f"coded response of {stem!r}, not an analysed participant",
+                    )
+                )
+                continue
+            for c in code_cols:
+                if rec[c] not in ("0", "1", "0.0", "1.0"):
+                    out.append(_lrow("line", where, stem, f"{c} = {rec[c]!r} is not 0/1"))
+            named = [x for x in (rec.get("codes_str") or "").split("|") if x]
+            for x in named:
+                if x not in cols or (known_codes is not None and x not in known_codes):
+                    out.append(_lrow("line", where, stem, f"codes_str names unknown code {x!r}"))
+    return out
+
+
+def _lrow(level: str, source: str, id_: str, reason: str) -> dict[str, str]:
+    return {"level": level, "source": source, "id": id_, "reason": reason, "action": "excluded"}
+
+
+# ---------------------------------------------------------------------------------------------
+# Table schemas: workflow/schemas/<table>.schema.yaml (JSON Schema of one row).
+
+
+@cache
+def table_schema(name: str) -> dict[str, Any]:
+    """Return the row schema of table ``name`` (a JSON Schema ``object`` with properties).
+
+    Cached: callers must not modify the returned mapping.
+    """
+    return yaml.safe_load((SCHEMA_DIR / f"{name}.schema.yaml").read_text(encoding="utf-8"))
+
+
+def _columns(name: str) -> list[str]:
+    return list(table_schema(name)["properties"])
+
+
+def _types(prop: dict[str, Any]) -> tuple[str, bool]:
+    t = prop.get("type", "string")
+    ts = [t] if isinstance(t, str) else list(t)
+    nullable = "null" in ts
+    main = [x for x in ts if x != "null"]
+    return (main[0] if main else "string"), nullable
+
+
+def _events_frame_from_columns(cols: dict[str, list[Any]]) -> pd.DataFrame:
+    """Return the events frame of column lists (None = missing), as :func:`_events_frame`
+    builds it from row dicts (a missing key there is a missing value here)."""
+    if not cols or not any(len(v) for v in cols.values()):
+        return _events_frame([])
+    return pd.DataFrame(cols)[_columns("events")]
+
+
+def _events_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
+    df = pd.DataFrame(rows)
+    for c in _columns("events"):
+        if c not in df:
+            df[c] = None
+    return df[_columns("events")]
+
+
+def coerce_table(df: pd.DataFrame, name: str) -> pd.DataFrame:
+    """Return ``df`` with the column order and dtypes its schema declares.
+
+    integer -> nullable ``Int64``, number -> ``float64``, boolean -> nullable ``boolean``,
+    string -> ``object`` of str/None, ``format: date-time`` -> ``datetime64[us, UTC]`` (microseconds, as logged).
+    """
+    schema = table_schema(name)
+    out = pd.DataFrame(index=df.index)
+    for col, prop in schema["properties"].items():
+        s = df[col] if col in df else pd.Series([None] * len(df), index=df.index)
+        typ, _ = _types(prop)
+        if prop.get("format") == "date-time":
+            out[col] = pd.to_datetime(s, utc=True).astype("datetime64[us, UTC]")
+        elif typ == "integer":
+            fast = _fast_int(s)
+            out[col] = (
+                fast
+                if fast is not None
+                else pd.array(
+                    [None if v is None or v is pd.NA or v != v else int(v) for v in s],
+                    dtype="Int64",
+                )
+            )
+        elif typ == "number":
+            out[col] = pd.to_numeric(s, errors="raise").astype("float64")
+        elif typ == "boolean" and s.dtype == np.bool_:
+            out[col] = pd.array(s.to_numpy(), dtype="boolean")
+        elif typ == "boolean":
+            out[col] = pd.array(
+                [None if v is None or v is pd.NA or v != v else bool(v) for v in s],
+                dtype="boolean",
+            )
+        elif pd.api.types.infer_dtype(s, skipna=True) in ("string", "empty"):
+            out[col] = s.astype(object).where(s.notna(), None)
+        else:
+            out[col] = pd.Series(
+                [
+                    None if v is None or v is pd.NA or (isinstance(v, float) and v != v) else str(v)
+                    for v in s
+                ],
+                index=df.index,
+                dtype=object,
+            )
+    return out.reset_index(drop=True)
+
+
+def _fast_int(s: pd.Series) -> pd.arrays.IntegerArray | None:
+    """Return the ``Int64`` array of a plain int64 column, or of a float64 column whose
+    non-missing values are finite and within int64 (truncated as ``int(v)`` does); None for
+    anything else (the caller converts value by value)."""
+    if s.dtype == np.int64:
+        return pd.array(s.to_numpy(), dtype="Int64")
+    if s.dtype != np.float64:
+        return None
+    v = s.to_numpy()
+    na = np.isnan(v)
+    ok = v[~na]
+    if not (np.isfinite(ok).all() and (np.abs(ok) < 2.0**62).all()):
+        return None
+    return pd.arrays.IntegerArray(np.where(na, 0, np.trunc(v)).astype(np.int64), na)
+
+
+def validate_table(df: pd.DataFrame, name: str) -> None:
+    """Raise :class:`TableSchemaError` if ``df`` does not match its schema.
+
+    Checks: exactly the declared columns in order; no missing values in non-nullable columns;
+    ``enum``, ``minimum`` and ``maximum`` constraints; ``unique`` keys (``x-unique``).
+    """
+    schema = table_schema(name)
+    cols = list(schema["properties"])
+    if list(df.columns) != cols:
+        raise TableSchemaError(f"table {name}: columns {list(df.columns)} != schema {cols}")
+    for col, prop in schema["properties"].items():
+        s = df[col]
+        _, nullable = _types(prop)
+        if not nullable and s.isna().any():
+            raise TableSchemaError(f"table {name}: column {col} has missing values")
+        v = s.dropna()
+        if "enum" in prop and not v.isin(prop["enum"]).all():
+            bad = sorted(set(v[~v.isin(prop["enum"])].astype(str)))[:5]
+            raise TableSchemaError(f"table {name}: column {col} has values {bad} outside enum")
+        if "minimum" in prop and (v < prop["minimum"]).any():
+            raise TableSchemaError(f"table {name}: column {col} below {prop['minimum']}")
+        if "maximum" in prop and (v > prop["maximum"]).any():
+            raise TableSchemaError(f"table {name}: column {col} above {prop['maximum']}")
+    key = schema.get("x-unique")
+    if key and df.duplicated(key).any():
+        raise TableSchemaError(f"table {name}: duplicate rows for key {key}")
+
+
+def write_ingest(result: IngestResult, out_dir: str | Path, params: dict | None = None) -> None:
+    """Write every table as Parquet (CSV too for human-facing ones) plus summary.json.
+
+    Tables go through :func:`nonolab.report.provenance.write_table` (CSV + provenance sidecar).
+    """
+    from nonolab.report.provenance import provenance, write_json, write_table
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    for name, df in result.tables.items():
+        if name in HUMAN_TABLES:
+            write_table(
+                df, out / f"{name}.csv", inputs=result.inputs, params=params, formats=("parquet",)
+            )
+            continue
+        df.to_parquet(out / f"{name}.parquet", index=False)
+        rec = provenance(result.inputs, params)
+        rec["table"] = {
+            "file": f"{name}.parquet",
+            "rows": int(len(df)),
+            "columns": list(map(str, df.columns)),
+        }
+        write_json(rec, out / f"{name}.provenance.json")
+    write_json(result.summary, out / "summary.json")
+
+
+def read_ingest(out_dir: str | Path) -> dict[str, pd.DataFrame]:
+    """Return the ingest tables written by :func:`write_ingest` (from their Parquet files)."""
+    out = Path(out_dir)
+    return {name: pd.read_parquet(out / f"{name}.parquet") for name in TABLES}
+
+
+EVENT_TYPE_NAMES = tuple(EVENT_SPECS) + tuple(IGNORED_TYPES)
+__all__ = [
+    "Board",
+    "IngestResult",
+    "LogLineError",
+    "coerce_table",
+    "expertise_items",
+    "ingest_study",
+    "puzzles_table",
+    "read_ingest",
+    "validate_table",
+    "write_ingest",
+]

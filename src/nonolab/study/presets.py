@@ -1,0 +1,187 @@
+"""Study presets: where a study's files are, and which log file is which participant.
+
+A preset is a YAML file under ``config/studies/`` validated against
+``workflow/schemas/study_preset.schema.yaml`` (a misspelt key is an error). It names the puzzle
+file, the log globs, the coded-themes files, the number of puzzles per session, where published
+outputs are, a fingerprint (sha256 of the puzzle file) and the participant-file mapping as a table:
+each row maps a log file (path relative to the study folder) to a published participant id, or
+excludes it with a reason. Files matched by the log globs but not listed get the participant id
+of their file stem (``default_participant_id: stem``), unless an ``exclude_globs`` row matches
+them.
+
+``preset: auto`` picks the preset whose fingerprint matches the study's puzzle file, else
+``default``.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import yaml
+
+from nonolab.report.provenance import file_sha256
+
+REPO = Path(__file__).resolve().parents[3]
+PRESET_DIR = REPO / "config" / "studies"
+SCHEMA_DIR = REPO / "workflow" / "schemas"
+
+
+class StudyError(ValueError):
+    """A study folder or preset is unusable (missing files, bad preset, ambiguous mapping)."""
+
+
+@dataclass(frozen=True)
+class LogSource:
+    """One log file of a study and what the preset says about it.
+
+    ``rel`` is the path relative to the study folder (POSIX). ``participant_id`` is the
+    published id, or None when the file is excluded (``reason`` then says why).
+    """
+
+    path: Path
+    rel: str
+    participant_id: str | None
+    reason: str | None = None
+
+
+@dataclass(frozen=True)
+class Preset:
+    """A validated study preset (see the module docstring); ``data`` is the raw mapping."""
+
+    name: str
+    path: Path
+    data: dict[str, Any] = field(compare=False)
+
+    @property
+    def puzzle_file(self) -> str:
+        """Puzzle file, relative to the study folder."""
+        return self.data["puzzle_file"]
+
+    @property
+    def puzzles_per_session(self) -> int:
+        """Number of puzzles each session serves (3 in the public study)."""
+        return int(self.data["puzzles_per_session"])
+
+    def get(self, key: str, default: Any = None) -> Any:
+        """Return the preset value ``key`` (or ``default``)."""
+        return self.data.get(key, default)
+
+
+def _schema(name: str) -> dict[str, Any]:
+    return yaml.safe_load((SCHEMA_DIR / name).read_text(encoding="utf-8"))
+
+
+def load_preset(path: str | Path) -> Preset:
+    """Return the preset read from ``path``, validated against its schema.
+
+    Raises :class:`StudyError` naming the file and the offending key.
+    """
+    path = Path(path)
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise StudyError(f"preset file {path} does not exist") from None
+    except yaml.YAMLError as exc:
+        raise StudyError(f"{path}: not valid YAML ({exc})") from None
+    try:
+        jsonschema.validate(data, _schema("study_preset.schema.yaml"))
+    except jsonschema.ValidationError as exc:
+        where = "/".join(map(str, exc.absolute_path)) or "(top level)"
+        raise StudyError(f"{path}: invalid preset at {where}: {exc.message}") from None
+    files = [row["file"] for row in data.get("participants", {}).get("files", [])]
+    dup = sorted({f for f in files if files.count(f) > 1})
+    if dup:
+        raise StudyError(f"{path}: participant mapping lists {dup} more than once")
+    return Preset(name=data["name"], path=path, data=data)
+
+
+def available_presets() -> dict[str, Path]:
+    """Return ``{name: path}`` of the presets under ``config/studies/``."""
+    return {p.stem: p for p in sorted(PRESET_DIR.glob("*.yaml"))}
+
+
+def resolve_preset(study_dir: str | Path, preset: str = "auto") -> Preset:
+    """Return the preset for ``study_dir``.
+
+    ``preset`` is ``auto`` (the preset whose fingerprint matches the study's puzzle file, else
+    ``default``), a preset name under ``config/studies/`` or a path to a preset file.
+    """
+    study_dir = Path(study_dir)
+    presets = available_presets()
+    if preset != "auto":
+        if preset in presets:
+            return load_preset(presets[preset])
+        if Path(preset).exists():
+            return load_preset(preset)
+        raise StudyError(f"preset {preset!r} is neither a name in {sorted(presets)} nor a file")
+    for path in presets.values():
+        p = load_preset(path)
+        want = (p.get("fingerprint") or {}).get("puzzle_file_sha256")
+        target = study_dir / p.puzzle_file
+        if want and target.is_file() and file_sha256(target) == want:
+            return p
+    if "default" not in presets:
+        raise StudyError(f"no preset matches {study_dir} and there is no default preset")
+    return load_preset(presets["default"])
+
+
+def study_file(study_dir: str | Path, preset: Preset, key: str) -> Path:
+    """Return the absolute path of the preset's file entry ``key`` (e.g. ``puzzle_file``)."""
+    val = preset.get(key)
+    if val is None:
+        raise StudyError(f"preset {preset.name} has no {key!r}")
+    return Path(study_dir) / val
+
+
+def log_sources(study_dir: str | Path, preset: Preset) -> list[LogSource]:
+    """Return every log file matched by the preset's globs, each mapped or excluded.
+
+    Sorted by relative path. Raises :class:`StudyError` when the study folder does not exist,
+    when a mapping row names a file that is not there, or when two files map to the same
+    participant id.
+    """
+    study_dir = Path(study_dir)
+    if not study_dir.is_dir():
+        raise StudyError(f"study folder {study_dir} does not exist")
+    found: dict[str, Path] = {}
+    for pattern in preset.get("log_globs", []):
+        for p in study_dir.glob(pattern):
+            if p.is_file():
+                found[p.relative_to(study_dir).as_posix()] = p
+    mapping = {row["file"]: row for row in preset.get("participants", {}).get("files", [])}
+    missing = sorted(set(mapping) - set(found))
+    if missing:
+        raise StudyError(
+            f"preset {preset.name}: participant mapping names files not found under "
+            f"{study_dir}: {missing}"
+        )
+    excl = preset.get("participants", {}).get("exclude_globs", [])
+    out: list[LogSource] = []
+    for rel in sorted(found):
+        row = mapping.get(rel)
+        if row is not None:
+            if "exclude" in row:
+                out.append(LogSource(found[rel], rel, None, row["exclude"]))
+            else:
+                out.append(LogSource(found[rel], rel, str(row["participant_id"])))
+            continue
+        hit = next((e for e in excl if fnmatch.fnmatch(rel, e["glob"])), None)
+        if hit is not None:
+            out.append(LogSource(found[rel], rel, None, hit["reason"]))
+        else:
+            out.append(LogSource(found[rel], rel, found[rel].stem))
+    ids: dict[str, str] = {}
+    for s in out:
+        if s.participant_id is None:
+            continue
+        if s.participant_id in ids:
+            raise StudyError(
+                f"participant id {s.participant_id!r} is given by two log files: "
+                f"{ids[s.participant_id]} and {s.rel}; exclude one in the preset"
+            )
+        ids[s.participant_id] = s.rel
+    return out

@@ -1,0 +1,122 @@
+"""Unit and property tests of nonolab.stats.pauses (mixture fit, crossing, threshold choice)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy.stats import norm
+
+from nonolab.stats.pauses import (
+    equal_posterior_crossing,
+    fit_pause_model,
+    model_record,
+    pause_counts,
+    threshold_sensitivity,
+    threshold_used,
+)
+
+
+def test_crossing_equal_sds_is_weighted_midpoint():
+    # Equal SDs: w1 N(z; a, s) = w2 N(z; b, s) solves to z = (a+b)/2 + s^2 ln(w1/w2)/(b-a).
+    a, b, s, w1, w2 = 0.0, 2.0, 0.7, 0.6, 0.4
+    z = equal_posterior_crossing([a, b], [s, s], [w1, w2], 0, 1)
+    assert z == pytest.approx((a + b) / 2 + s**2 * np.log(w1 / w2) / (b - a), abs=1e-10)
+
+
+@given(
+    m1=st.floats(-3, 1),
+    d=st.floats(0.5, 4),
+    s1=st.floats(0.2, 1.5),
+    s2=st.floats(0.2, 1.5),
+    w=st.floats(0.2, 0.8),
+)
+@settings(max_examples=60, deadline=None)
+def test_crossing_has_equal_weighted_densities(m1, d, s1, s2, w):
+    m2 = m1 + d
+    try:
+        z = equal_posterior_crossing([m1, m2], [s1, s2], [w, 1 - w], 0, 1)
+    except ValueError:
+        return  # no sign change between the means: reported, not guessed
+    assert m1 <= z <= m2
+    assert w * norm.pdf(z, m1, s1) == pytest.approx((1 - w) * norm.pdf(z, m2, s2), rel=1e-6)
+
+
+def _two_scale_gaps(n=3000, seed=0):
+    rng = np.random.default_rng(seed)
+    fast = rng.lognormal(np.log(0.8), 0.6, size=int(n * 0.65))
+    slow = rng.lognormal(np.log(6.0), 0.9, size=n - len(fast))
+    drag = rng.lognormal(np.log(0.012), 1.0, size=60)
+    return np.concatenate([fast, slow, drag])
+
+
+def test_fit_recovers_simulated_components_and_threshold():
+    g = _two_scale_gaps()
+    m = fit_pause_model(g, max_components=3, n_init=3, seed=1)
+    assert m.n_gaps == len(g)
+    assert m.delta_bic_vs_1[3] > 0 and set(m.bic) == {1, 2, 3}
+    assert m.delta_bic_vs_1[2] == pytest.approx(m.bic[1] - m.bic[2])
+    assert m.means_s[1] == pytest.approx(0.8, rel=0.1)
+    assert m.means_s[2] == pytest.approx(6.0, rel=0.15)
+    assert sum(m.weights) == pytest.approx(1.0)
+    assert list(m.means_log) == sorted(m.means_log)
+    # The crossing of the fitted components, recomputed by hand, equals the reported one.
+    z = m.threshold_log
+    w, mu, sd = m.weights, m.means_log, m.sds_log
+    assert w[1] * norm.pdf(z, mu[1], sd[1]) == pytest.approx(w[2] * norm.pdf(z, mu[2], sd[2]))
+    assert m.threshold_s == pytest.approx(np.exp(z))
+    assert 1.0 < m.threshold_s < 5.0
+
+
+def test_fit_is_deterministic_and_zero_gaps_count_but_are_not_fitted():
+    g = _two_scale_gaps(n=800, seed=3)
+    a = fit_pause_model(g, n_init=2, seed=5)
+    b = fit_pause_model(np.concatenate([g, [0.0, 0.0]]), n_init=2, seed=5)
+    assert b.n_gaps == a.n_gaps + 2 and b.n_positive == a.n_positive
+    # Same positive gaps and seed -> bit-identical fit (the zeros only change the counts).
+    assert (a.threshold_s, a.bic, a.weights) == (b.threshold_s, b.bic, b.weights)
+
+
+def test_fit_rejects_bad_gaps():
+    with pytest.raises(ValueError, match="non-negative"):
+        fit_pause_model(np.array([1.0, -0.5] * 50))
+    with pytest.raises(ValueError, match="too few"):
+        fit_pause_model(np.array([1.0, 2.0, 3.0]))
+
+
+def test_threshold_used_choices():
+    m = fit_pause_model(_two_scale_gaps(n=600), n_init=1)
+    assert threshold_used(m, "auto", 2.36) == (2.36, "preset (published value)")
+    assert threshold_used(m, "auto", None) == (m.threshold_s, "fitted")
+    assert threshold_used(m, "fitted", 2.36) == (m.threshold_s, "fitted")
+    assert threshold_used(m, 3.5, 2.36) == (3.5, "config")
+    with pytest.raises(ValueError):
+        threshold_used(m, "median", None)
+    rec = model_record(m, 2.36, "preset")
+    assert rec["threshold_used_s"] == 2.36 and rec["threshold_s"] == m.threshold_s
+    assert set(rec["bic"]) == {"1", "2", "3"}
+
+
+def test_pause_counts_and_sensitivity_by_hand():
+    gaps = pd.DataFrame(
+        {
+            "participant_id": ["a", "a", "a", "b", "b"],
+            "order": [1, 1, 1, 1, 1],
+            "gap_s": [0.5, 2.36, 3.0, 1.0, 10.0],
+        }
+    )
+    pc = pause_counts(gaps, 2.36)
+    assert pc.set_index("participant_id")["pause_count"].to_dict() == {"a": 2, "b": 1}
+    attempts = pd.DataFrame(
+        {
+            "participant_id": ["a", "b", "c"],
+            "order": [1, 1, 1],
+            "puzzle_id": ["0", "0", "1"],
+            "final_difficulty": [4, 2, 3],
+        }
+    )
+    t = threshold_sensitivity(gaps, attempts, [1.0, 5.0])
+    # threshold 1: a has 2.36, 3.0 -> 2; b has 1.0, 10 -> 2; c (no gaps) -> 0
+    assert t["mean_pauses"].tolist() == pytest.approx([4 / 3, 1 / 3])

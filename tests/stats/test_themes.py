@@ -1,0 +1,128 @@
+"""Tests of nonolab.stats.themes: rank-biserial by hand, code tests, BH-FDR, loader errors."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from statsmodels.stats.multitest import multipletests
+
+from nonolab.stats.themes import (
+    code_tests,
+    coded_subset,
+    convergent_checks,
+    load_coded_responses,
+    mann_whitney,
+    prevalence,
+    rank_biserial,
+    strategy_codes,
+    theme_codes,
+    theme_test_responses,
+)
+
+
+def test_rank_biserial_hand_cases():
+    # present [5, 5] vs absent [1, 5]: U_present = (1 + 0.5) * 2 = 3 -> r = 1 - 6/4 = -0.5
+    res = mann_whitney([5, 5], [1, 5])
+    assert res["u"] == 3
+    assert res["rank_biserial"] == pytest.approx(-0.5)
+    # every present rating below every absent rating: U = 0 -> r = +1 (rated easier)
+    res = mann_whitney([1, 2], [3, 4, 5])
+    assert res["u"] == 0 and res["rank_biserial"] == pytest.approx(1.0)
+    assert rank_biserial(6, 2, 3) == pytest.approx(-1.0)
+
+
+def _coded():
+    return pd.DataFrame(
+        {
+            "response_id": [f"R{i}" for i in range(8)],
+            "participant_id": ["P1", "P1", "P2", "P2", "P3", "P3", "P1", "P2"],
+            "source_file": ["A-p1.ndjson"] * 2
+            + ["B-p2.json"] * 2
+            + ["C-p3.ndjson"] * 2
+            + ["A-p1.ndjson", "B-p2.json"],
+            "response_kind": ["rating_reason"] * 6 + ["strategy", "comments"],
+            "puzzle_id": [0.0, 1.0, 0.0, 2.0, 1.0, 2.0, np.nan, np.nan],
+            "final_difficulty": [2, 4, 1, 5, np.nan, 3, np.nan, np.nan],
+            "code_X": [1, 0, 1, 0, 1, 0, 0, 1],
+            "code_Y": [0, 1, 0, 1, 0, 0, 0, 0],
+            "code_Z": [0, 0, 0, 0, 0, 0, 0, 0],
+            "code_S_A": [0, 0, 0, 0, 0, 0, 1, 0],
+        }
+    )
+
+
+def test_selection_and_code_tests(tmp_path):
+    path = tmp_path / "coded.csv"
+    _coded().to_csv(path, index=False)
+    coded = load_coded_responses(path)
+    assert coded["participant"].tolist()[:3] == ["A-p1", "A-p1", "B-p2"]
+    assert coded["puzzle_id"].tolist()[:2] == ["0", "1"]
+    assert theme_codes(coded) == ["X", "Y", "Z"] and strategy_codes(coded) == ["S_A"]
+    resp = theme_test_responses(coded)
+    # rating reasons with a final difficulty and >= 1 theme code: R0, R1, R2, R3 (R4 has no
+    # rating, R5 no code)
+    assert resp["response_id"].tolist() == ["R0", "R1", "R2", "R3"]
+    t = code_tests(resp, ["X", "Y", "Z"]).set_index("code")
+    # X present: [2, 1], absent: [4, 5] -> U = 0, r = 1
+    assert t.loc["X", "u"] == 0 and t.loc["X", "rank_biserial"] == 1
+    assert t.loc["X", "mean_present"] == 1.5 and t.loc["X", "mean_absent"] == 4.5
+    assert t.loc["Y", "rank_biserial"] == -1
+    assert np.isnan(t.loc["Z", "p"]) and np.isnan(t.loc["Z", "p_fdr"])
+    bh = multipletests(t.loc[["X", "Y"], "p"], method="fdr_bh")[1]
+    assert t.loc[["X", "Y"], "p_fdr"].tolist() == pytest.approx(list(bh))
+    prev = prevalence(resp, ["X", "Y", "Z"], "rating_reason")
+    assert prev[["code", "n"]].values.tolist() == [["X", 2], ["Y", 2], ["Z", 0]]
+    assert prev["share"].tolist() == [0.5, 0.5, 0.0]
+    assert coded_subset(coded, ["strategy"], ["S_A"])["response_id"].tolist() == ["R6"]
+
+
+def test_convergent_checks_join_on_published_id_and_puzzle(tmp_path):
+    path = tmp_path / "coded.csv"
+    _coded().to_csv(path, index=False)
+    resp = theme_test_responses(load_coded_responses(path))
+    attempts = pd.DataFrame(
+        {
+            "participant_id": ["A-p1", "A-p1", "B-p2", "B-p2"],
+            "puzzle_id": ["0", "1", "0", "2"],
+            "hint_count": [0, 5, 1, 7],
+        }
+    )
+    c = convergent_checks(resp, attempts, {"X": ["hint_count"]})
+    row = c.iloc[0]
+    assert (row["n_present"], row["n_absent"], row["n_unmatched"]) == (2, 2, 0)
+    assert row["median_present"] == 0.5 and row["median_absent"] == 6
+    assert row["rank_biserial"] == 1
+    with pytest.raises(ValueError, match="lacks behaviour column"):
+        convergent_checks(resp, attempts, {"X": ["nope"]})
+
+
+def test_loader_names_file_and_line(tmp_path):
+    bad = _coded()
+    bad.loc[3, "code_Y"] = 2
+    path = tmp_path / "bad.csv"
+    bad.to_csv(path, index=False)
+    with pytest.raises(ValueError, match=r"bad\.csv, line 5: column code_Y"):
+        load_coded_responses(path)
+    path2 = tmp_path / "nocol.csv"
+    _coded().drop(columns=["source_file"]).to_csv(path2, index=False)
+    with pytest.raises(ValueError, match="missing column"):
+        load_coded_responses(path2)
+
+
+@given(
+    st.lists(st.integers(1, 5), min_size=1, max_size=12),
+    st.lists(st.integers(1, 5), min_size=1, max_size=12),
+)
+@settings(max_examples=60, deadline=None)
+def test_rank_biserial_properties(x, y):
+    if len(set(x + y)) < 2:
+        return  # all ratings equal: Mann-Whitney is undefined
+    a, b = mann_whitney(x, y), mann_whitney(y, x)
+    u = sum((xi > yi) + 0.5 * (xi == yi) for xi in x for yi in y)  # U by counting pairs
+    assert a["u"] == pytest.approx(u)
+    assert a["u"] + b["u"] == pytest.approx(len(x) * len(y))
+    assert a["rank_biserial"] == pytest.approx(-b["rank_biserial"])
+    assert -1 <= a["rank_biserial"] <= 1

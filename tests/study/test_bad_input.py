@@ -1,0 +1,445 @@
+"""Bad-input catalogue (docs/bad-input.md): each class gives a clear error naming the file/line,
+or a ledger row with a reason, and nothing else is lost. Studies are synthetic, in tmp dirs."""
+
+from __future__ import annotations
+
+import json
+
+import jsonschema
+import pytest
+import yaml
+from synth_study import (
+    GRIDS,
+    PRE,
+    ev,
+    good_session,
+    ingest,
+    puzzle_file_content,
+    write_log,
+    write_study,
+)
+
+from nonolab.sat.puzzles import PuzzleError
+from nonolab.study.ingest import ingest_study
+from nonolab.study.presets import REPO, StudyError, load_preset, resolve_preset
+
+N_GOOD = len(good_session())
+
+
+def study_with(tmp_path, bad_events, name="Bad-p1", good=True, **kw):
+    sessions = {name: bad_events}
+    if good:
+        sessions["Good-p2"] = good_session()
+    return write_study(tmp_path / "study", sessions, **kw)
+
+
+def ledger_for(res, pid="Bad-p1"):
+    """Ledger rows of ``pid``, less the -1 initial rating that good_session logs on purpose."""
+    led = res.tables["ledger"]
+    led = led[led["id"].str.startswith(pid)]
+    return led[~led["reason"].str.contains("value for a skipped puzzle", regex=False)]
+
+
+def assert_good_intact(res):
+    """The well-formed participant is fully used and the event accounting adds up."""
+    att = res.tables["attempts"]
+    assert (att.participant_id == "Good-p2").sum() == 3
+    ev = res.tables["events"]
+    assert ev[ev.participant_id == "Good-p2"]["line_no"].nunique() == N_GOOD
+    s = res.summary
+    assert s["events_read"] == s["events_used"] + s["events_excluded"] + s["events_ignored"]
+
+
+def with_line(events, index, line):
+    out = list(events)
+    out.insert(index, line)
+    return out
+
+
+# --- study-level errors ---------------------------------------------------------------------
+
+
+def test_empty_study_folder(tmp_path):
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "empty" / "nonograms_6.json").write_text(json.dumps(puzzle_file_content()))
+    with pytest.raises(StudyError, match="no log files under .*empty"):
+        ingest(tmp_path / "empty")
+
+
+def test_missing_study_folder(tmp_path):
+    with pytest.raises(StudyError, match="does not exist"):
+        ingest(tmp_path / "nowhere")
+
+
+def test_missing_puzzle_file(tmp_path):
+    root = study_with(tmp_path, good_session())
+    (root / "nonograms_6.json").unlink()
+    with pytest.raises(StudyError, match=r"puzzle file .*nonograms_6\.json does not exist"):
+        ingest(root)
+
+
+def test_clues_contradict_solution(tmp_path):
+    content = puzzle_file_content()
+    content[1]["clues"]["rows"][0] = [2]  # solution row 0 reads [1, 1]
+    root = study_with(tmp_path, good_session(), puzzles=content)
+    with pytest.raises(PuzzleError, match=r"nonograms_6\.json: puzzle id 1: .*row 0 clue \[2\]"):
+        ingest(root)
+
+
+def test_over_long_clue(tmp_path):
+    content = puzzle_file_content()
+    content[0]["clues"]["rows"][0] = [2, 2]
+    del content[0]["solution"]
+    root = study_with(tmp_path, good_session(), puzzles=content)
+    with pytest.raises(PuzzleError, match=r"puzzle id 0: .*row 0 clue \[2, 2\] needs 5 cells"):
+        ingest(root)
+
+
+def test_unsatisfiable_clues(tmp_path):
+    content = puzzle_file_content()
+    content[2]["clues"]["rows"][0] = [3]
+    del content[2]["solution"]
+    root = study_with(tmp_path, good_session(), puzzles=content)
+    with pytest.raises(PuzzleError, match="puzzle id 2: .*no grid satisfies both"):
+        ingest(root)
+
+
+def test_puzzle_without_solution_is_refused(tmp_path):
+    content = puzzle_file_content()
+    del content[0]["solution"]
+    root = study_with(tmp_path, good_session(), puzzles=content)
+    with pytest.raises(StudyError, match="puzzle id 0: no solution"):
+        ingest(root)
+
+
+def test_duplicated_participant_file(tmp_path):
+    root = write_study(
+        tmp_path / "s", {"Ann-p1.ndjson": good_session(), "Ann-p1.json": good_session()}
+    )
+    with pytest.raises(StudyError, match=r"'Ann-p1'.*Ann-p1\.json and .*Ann-p1\.ndjson"):
+        ingest(root)
+
+
+def test_misspelt_preset_key(tmp_path):
+    text = (REPO / "config" / "studies" / "default.yaml").read_text()
+    bad = tmp_path / "p.yaml"
+    bad.write_text(text.replace("puzzles_per_session", "puzzles_per_sesion"))
+    with pytest.raises(StudyError, match=r"p\.yaml: invalid preset.*puzzles_per_sesion"):
+        load_preset(bad)
+
+
+def test_misspelt_config_key():
+    cfg = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
+    schema = yaml.safe_load((REPO / "workflow" / "schemas" / "config.schema.yaml").read_text())
+    jsonschema.validate(cfg, schema)
+    cfg["features"] = {"keep_initial_rating_sentinal": True}
+    with pytest.raises(jsonschema.ValidationError, match="keep_initial_rating_sentinal"):
+        jsonschema.validate(cfg, schema)
+
+
+def test_preset_mapping_names_a_missing_file(tmp_path):
+    root = study_with(tmp_path, good_session())
+    p = tmp_path / "p.yaml"
+    p.write_text(
+        "name: x\npuzzle_file: nonograms_6.json\nlog_globs: [backend/logs/*.ndjson]\n"
+        "puzzles_per_session: 3\nparticipants:\n  default_participant_id: stem\n  files:\n"
+        "    - {file: backend/logs/Gone.ndjson, participant_id: Gone-p1}\n"
+    )
+    with pytest.raises(StudyError, match="Gone.ndjson"):
+        ingest_study(root, load_preset(p))
+
+
+# --- line-level problems: ledgered, the rest of the file kept --------------------------------
+
+
+@pytest.mark.parametrize(
+    ("line", "reason"),
+    [
+        (b'{"type": "move", "r": 0, "c": 0, "value": 1, "t": "2026-01-05T12:00:12\xff"}', "UTF-8"),
+        ("this is not json", "not a JSON object"),
+        ("[1, 2, 3]", "not a JSON object"),
+        ('{"type": "move", "r": 0, "c": 0, "value": 1}', "has no time 't'"),
+        ('{"type": "move", "r": 0, "c": 0, "value": 1, "t": "yesterday"}', "not an ISO-8601"),
+        (
+            '{"type": "move", "r": 0, "c": 0, "value": 1, "t": "2026-01-05T12:00:12"}',
+            "no time zone",
+        ),
+        ('{"type": "move", "r": 0, "c": 0, "value": 7, "t": "2026-01-05T12:00:12+00:00"}', "value"),
+        (
+            '{"type": "move", "r": 0, "c": 0, "value": NaN, "t": "2026-01-05T12:00:12+00:00"}',
+            "JSON",
+        ),
+        ('{"r": 0, "t": "2026-01-05T12:00:12+00:00"}', "'type'"),
+    ],
+    ids=[
+        "non-utf8",
+        "non-json",
+        "non-object",
+        "missing-t",
+        "bad-t",
+        "naive-t",
+        "bad-value",
+        "nan",
+        "no-type",
+    ],
+)
+def test_bad_line_is_ledgered(tmp_path, line, reason):
+    events = with_line(good_session(), 3, line)
+    res = ingest(study_with(tmp_path, events))
+    led = ledger_for(res)
+    assert len(led) == 1
+    row = led.iloc[0]
+    assert row["level"] == "line" and row["source"] == "backend/logs/Bad-p1.ndjson:4"
+    assert reason in row["reason"] and row["action"] == "excluded"
+    assert (res.tables["attempts"].participant_id == "Bad-p1").sum() == 3
+    assert res.summary["events_excluded"] == 1
+    assert res.summary["events_by_type"]["(unparsable)"] == 1
+    assert_good_intact(res)
+
+
+def test_truncated_last_line(tmp_path):
+    root = study_with(tmp_path, good_session())
+    path = root / "backend" / "logs" / "Bad-p1.ndjson"
+    write_log(path, good_session() + ['{"type": "move", "r": 1, "c'], newline_at_end=False)
+    res = ingest(root)
+    led = ledger_for(res)
+    assert led["reason"].str.startswith("truncated last line").tolist() == [True]
+    assert led["source"].tolist() == [f"backend/logs/Bad-p1.ndjson:{N_GOOD + 1}"]
+    assert_good_intact(res)
+
+
+def test_unknown_event_type(tmp_path):
+    events = with_line(good_session(), 4, ev("teleport", 12.5, r=0, c=0))
+    res = ingest(study_with(tmp_path, events))
+    led = ledger_for(res)
+    assert led["reason"].tolist() == ["unknown event type 'teleport'"]
+    assert res.summary["events_by_type"]["(unknown)"] == 1
+    assert sum(res.summary["events_by_type"].values()) == res.summary["events_read"]
+    assert_good_intact(res)
+
+
+def test_timestamps_going_backwards(tmp_path):
+    events = good_session()
+    late = events.pop(3)  # move at 13 s, written after the move at 17 s
+    events.insert(4, late)
+    res = ingest(study_with(tmp_path, events))
+    led = ledger_for(res)
+    assert led["action"].tolist() == ["kept"]
+    assert "earlier than the previous line" in led["reason"].iloc[0]
+    # events are used in time order: features equal those of the ordered log
+    ref = ingest(study_with(tmp_path / "ref", good_session()))
+    a = res.tables["events"].query("participant_id == 'Bad-p1'")
+    b = ref.tables["events"].query("participant_id == 'Bad-p1'")
+    assert a["t"].tolist() == b["t"].tolist()
+    assert a["t"].is_monotonic_increasing
+
+
+def test_duplicate_event(tmp_path):
+    events = good_session()
+    events.insert(3, events[2])
+    res = ingest(study_with(tmp_path, events))
+    led = ledger_for(res)
+    assert led["reason"].tolist() == ["duplicate of line 3"]
+    assert led["source"].tolist() == ["backend/logs/Bad-p1.ndjson:4"]
+    assert_good_intact(res)
+
+
+def test_move_outside_the_grid(tmp_path):
+    events = with_line(good_session(), 3, ev("move", 12.5, r=3, c=0, value=1))
+    res = ingest(study_with(tmp_path, events))
+    led = ledger_for(res)
+    assert led["reason"].tolist() == ["move cell (3,0) outside the 3x3 grid"]
+    assert_good_intact(res)
+
+
+@pytest.mark.parametrize(
+    ("change", "reason"),
+    [
+        ({"changed_cells": 5}, "changed_cells=5 but its rectangle has 2 cells"),
+        ({"normalized_end": {"r": 3, "c": 1}}, "outside the 3x3 grid"),
+        ({"start": {"r": 0, "c": 0}}, "start/end do not span"),
+        ({"mode": "paint"}, "drag mode must be one of"),
+        ({"normalized_start": {"r": 1}}, "expected a cell"),
+    ],
+)
+def test_drag_with_inconsistent_cells(tmp_path, change, reason):
+    events = good_session()
+    events[5] = {**events[5], **change}
+    res = ingest(study_with(tmp_path, events))
+    led = ledger_for(res)
+    assert len(led) == 1 and reason in led["reason"].iloc[0]
+    assert led["source"].iloc[0] == "backend/logs/Bad-p1.ndjson:6"
+    assert_good_intact(res)
+
+
+def test_byte_order_mark_and_crlf_are_tolerated(tmp_path):
+    root = study_with(tmp_path, good_session())
+    path = root / "backend" / "logs" / "Bad-p1.ndjson"
+    path.write_bytes(b"\xef\xbb\xbf" + path.read_bytes().replace(b"\n", b"\r\n"))
+    res = ingest(root)
+    assert len(ledger_for(res)) == 0
+    assert (res.tables["attempts"].participant_id == "Bad-p1").sum() == 3
+    assert_good_intact(res)
+
+
+def test_blank_lines_are_not_events(tmp_path):
+    events = with_line(good_session(), 3, "   ")
+    res = ingest(study_with(tmp_path, events))
+    assert len(ledger_for(res)) == 0
+    assert res.summary["events_read"] == 2 * N_GOOD
+
+
+# --- participant- and attempt-level problems -------------------------------------------------
+
+
+def test_participant_with_no_pre_survey(tmp_path):
+    events = [e for e in good_session() if e.get("survey_type") != "pre"]
+    res = ingest(study_with(tmp_path, events))
+    led = ledger_for(res)
+    assert led[["level", "reason"]].values.tolist() == [["participant", "no pre-survey"]]
+    assert "Bad-p1" not in set(res.tables["participants"]["participant_id"])
+    assert res.summary["events_excluded"] == len(events)
+    assert_good_intact(res)
+
+
+def test_incomplete_surveys(tmp_path):
+    events = [e for e in good_session() if e.get("survey_type") not in ("puzzle_3", "post")]
+    res = ingest(study_with(tmp_path, events))
+    led = ledger_for(res)
+    assert led["reason"].tolist() == ["incomplete surveys: missing ['puzzle_3']"]
+    assert_good_intact(res)
+
+
+def test_no_post_survey(tmp_path):
+    events = [e for e in good_session() if e.get("survey_type") != "post"]
+    res = ingest(study_with(tmp_path, events))
+    led = ledger_for(res)
+    assert led[["level", "reason", "action"]].values.tolist() == [
+        ["participant", "no post-survey: final ratings missing", "kept"]
+    ]
+    rat = res.tables["ratings"]
+    assert rat[rat.participant_id == "Bad-p1"]["final_difficulty"].isna().all()
+    assert (res.tables["attempts"].participant_id == "Bad-p1").sum() == 3
+    assert_good_intact(res)
+
+
+def test_empty_log_file(tmp_path):
+    res = ingest(study_with(tmp_path, []))
+    assert ledger_for(res)["reason"].tolist() == [
+        "no session_start_three event with a puzzle queue"
+    ]
+    assert_good_intact(res)
+
+
+@pytest.mark.parametrize("bad", [0, 6, 3.5, "four"])
+def test_rating_outside_1_to_5(tmp_path, bad):
+    events = good_session()
+    post = events[-1]
+    events[-1] = {**post, "answers": {**post["answers"], "puzzle_1_rate_again": bad}}
+    res = ingest(study_with(tmp_path, events))
+    led = ledger_for(res)
+    assert led["level"].tolist() == ["attempt"] and led["id"].tolist() == ["Bad-p1/1"]
+    assert "final rating" in led["reason"].iloc[0] and "not an integer 1-5" in led["reason"].iloc[0]
+    assert led["source"].iloc[0] == f"backend/logs/Bad-p1.ndjson:{len(events)}"
+    rat = res.tables["ratings"].set_index(["participant_id", "order"])
+    assert (
+        rat.loc[("Bad-p1", 1), "final_difficulty"] is None
+        or str(rat.loc[("Bad-p1", 1), "final_difficulty"]) == "<NA>"
+    )
+    assert_good_intact(res)
+
+
+def test_skill_outside_1_to_10(tmp_path):
+    events = good_session()
+    events[1] = {**events[1], "answers": {**PRE, "skill_nonogram": 11}}
+    res = ingest(study_with(tmp_path, events))
+    assert "skill_nonogram=11 is not an integer 1-10" in ledger_for(res)["reason"].iloc[0]
+    part = res.tables["participants"].set_index("participant_id")
+    assert str(part.loc["Bad-p1", "skill_nonogram"]) == "<NA>"
+
+
+def test_puzzle_id_not_in_puzzle_file(tmp_path):
+    events = good_session(queue=(0, 1, 9))
+    res = ingest(study_with(tmp_path, events))
+    led = ledger_for(res)
+    assert led["source"].tolist() == ["backend/logs/Bad-p1.ndjson:1"]
+    assert (
+        "puzzle ids ['9'] in the session queue are not in the puzzle file" in led["reason"].iloc[0]
+    )
+    assert_good_intact(res)
+
+
+def test_check_naming_unknown_puzzle(tmp_path):
+    events = good_session()
+    events[8] = {**events[8], "puzzle_id": 42}
+    res = ingest(study_with(tmp_path, events))
+    reasons = ledger_for(res)["reason"].tolist()
+    assert any("puzzle id 42, not in the puzzle file" in r for r in reasons)
+    assert any("names puzzle 42 but the attempt is puzzle 0" in r for r in reasons)
+    assert_good_intact(res)
+
+
+@pytest.mark.parametrize("queue", [(0, 1), (0, 1, 2, 0)])
+def test_session_with_other_than_configured_puzzles(tmp_path, queue):
+    events = good_session()
+    events[0] = {**events[0], "queue": list(queue)}
+    res = ingest(study_with(tmp_path, events))
+    led = ledger_for(res)
+    assert led["reason"].tolist() == [f"session serves {len(queue)} puzzles, the preset expects 3"]
+    assert_good_intact(res)
+
+
+def test_second_survey_submission(tmp_path):
+    events = good_session()
+    events.insert(12, {**events[11], "answers": {"difficulty": 5}})
+    res = ingest(study_with(tmp_path, events))
+    assert ledger_for(res)["reason"].tolist() == ["second puzzle_1 survey; the first is used"]
+    rat = res.tables["ratings"].set_index(["participant_id", "order"])
+    assert rat.loc[("Bad-p1", 1), "initial_difficulty"] == 2
+
+
+def test_move_outside_any_puzzle_window(tmp_path):
+    events = with_line(good_session(), 1, ev("move", 5, r=0, c=0, value=1))
+    res = ingest(study_with(tmp_path, events))
+    assert ledger_for(res)["reason"].tolist() == ["move outside a puzzle window (pre)"]
+    assert_good_intact(res)
+
+
+def test_coded_themes_naming_unknown_participants_or_codes(tmp_path):
+    root = study_with(tmp_path, good_session())
+    derived = root / "riyad-analysis" / "derived"
+    derived.mkdir(parents=True)
+    (derived / "coded_responses.csv").write_text(
+        "response_id,participant_id,source_file,text,code_FOOT,code_ZZZ,codes_str\n"
+        "R1,P1,Good-p2.ndjson,easy start,1,0,FOOT\n"
+        "R2,P2,Ghost-p7.ndjson,hard,0,0,\n"
+        "R3,P1,Good-p2.ndjson,odd,2,0,FOOT|NOPE\n"
+    )
+    (derived / "codebook.md").write_text("| Code | Theme |\n|---|---|\n| `FOOT` | Footholds |\n")
+    preset = tmp_path / "p.yaml"
+    line = "  coded_responses: riyad-analysis/derived/coded_responses.csv\n"
+    text = (REPO / "config" / "studies" / "default.yaml").read_text()
+    assert line in text
+    preset.write_text(text.replace(line, line + "  codebook: riyad-analysis/derived/codebook.md\n"))
+    res = ingest_study(root, load_preset(preset))
+    led = res.tables["ledger"]
+    th = led[led.source.str.startswith("riyad-analysis")]
+    got = sorted(zip(th.source, th.reason, strict=True))
+    src = "riyad-analysis/derived/coded_responses.csv"
+    assert got == sorted(
+        [
+            (f"{src}:1", "column code_ZZZ: code 'ZZZ' is not in the codebook; column ignored"),
+            (f"{src}:3", "coded response of 'Ghost-p7', not an analysed participant"),
+            (f"{src}:4", "code_FOOT = '2' is not 0/1"),
+            (f"{src}:4", "codes_str names unknown code 'NOPE'"),
+        ]
+    )
+    assert_good_intact(res)
+
+
+def test_default_preset_reads_json_logs_too(tmp_path):
+    root = write_study(tmp_path / "s", {"Ann-p1.json": good_session()})
+    res = ingest(root)
+    assert res.tables["participants"]["source_file"].tolist() == ["backend/logs/Ann-p1.json"]
+    assert resolve_preset(root).name == "default"
+    assert set(GRIDS) == {0, 1, 2}
