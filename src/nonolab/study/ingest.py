@@ -270,10 +270,24 @@ def _ingest_study(study_dir: str | Path, preset: Preset) -> IngestResult:
     tables = {k: coerce_table(v, k) for k, v in tables.items()}
     for name, df in tables.items():
         validate_table(df, name)
+    summary = _summary(preset.name, counts, ignored, by_type, tables)
+    return IngestResult(tables, summary, inputs)
+
+
+def _summary(
+    preset_name: str,
+    counts: Counter[str],
+    ignored: Counter[str],
+    by_type: Counter[str],
+    tables: dict[str, pd.DataFrame],
+) -> dict[str, Any]:
+    """Return the ingest summary: file, participant, attempt and rating counts, and the event
+    accounting (lines read = used + excluded + ignored). Raises ``AssertionError`` if the
+    accounting does not add up."""
     att, rat = tables["attempts"], tables["ratings"]
     n_ignored = sum(ignored.values())
     summary = {
-        "preset": preset.name,
+        "preset": preset_name,
         "log_files": counts["log_files"],
         "files_excluded": counts["files_excluded"],
         "participants": int(len(tables["participants"])),
@@ -306,7 +320,7 @@ def _ingest_study(study_dir: str | Path, preset: Preset) -> IngestResult:
     )
     if not summary["identity_ok"]:
         raise AssertionError(f"event accounting does not add up: {summary}")
-    return IngestResult(tables, summary, inputs)
+    return summary
 
 
 #: Studies with at least this many log files are read by a pool of worker processes (one per
@@ -1006,7 +1020,6 @@ def read_ingest(out_dir: str | Path) -> dict[str, pd.DataFrame]:
 
 EVENT_TYPE_NAMES = tuple(EVENT_SPECS) + tuple(IGNORED_TYPES)
 __all__ = [
-    "Board",
     "IngestResult",
     "LogLineError",
     "coerce_table",
