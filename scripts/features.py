@@ -1,18 +1,16 @@
 """Snakemake entry point of rule `features`: ingest tables -> results/features/attempts.csv."""
 
-import json
 import logging
 from pathlib import Path
 
-from nonolab.report.provenance import write_table
-from nonolab.study.features import attempt_features
+from nonolab.core.tables import write_table
+from nonolab.study.features import attempt_features, read_pause_model
 from nonolab.study.ingest import read_ingest
 
 logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, format="%(message)s")
 log = logging.getLogger("features")
 
-with open(snakemake.input.threshold, encoding="utf-8") as fh:
-    threshold_s = float(json.load(fh)["threshold_used_s"])
+threshold_s = read_pause_model(snakemake.input.threshold).threshold_used_s
 keep = bool(snakemake.params.keep_initial_rating_sentinel)
 log.info("pause threshold %.6g s; keep initial rating sentinel: %s", threshold_s, keep)
 tables = read_ingest(Path(snakemake.input.tables[0]).parent)

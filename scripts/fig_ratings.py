@@ -5,14 +5,16 @@ import logging
 
 import pandas as pd
 
+from nonolab.core.tables import write_table
 from nonolab.report.figures import save_figure
-from nonolab.report.figures.ratings import plot_ratings, plot_trajectories, solve_trajectories
-from nonolab.report.provenance import write_table
+from nonolab.report.figures.ratings import plot_ratings, plot_trajectories
+from nonolab.study.summaries import rating_counts, rating_means, solve_trajectories
 
 logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, format="%(message)s")
 p = snakemake.params
 if snakemake.rule == "fig_ratings":
-    fig = plot_ratings(pd.read_csv(snakemake.input.attempts, dtype={"puzzle_id": str}))
+    attempts = pd.read_csv(snakemake.input.attempts, dtype={"puzzle_id": str})
+    fig = plot_ratings(rating_counts(attempts), rating_means(attempts))
 else:
     events = pd.read_parquet(snakemake.input.events)
     puzzles = pd.read_parquet(snakemake.input.puzzles)

@@ -12,13 +12,9 @@ import pytest
 from nonolab.report.figures import COLUMN_WIDTH_IN, new_figure, save_figure, style
 from nonolab.report.figures.pauses import plot_gap_distribution
 from nonolab.report.figures.ranking import plot_rank_vs_metrics, plot_strengths
-from nonolab.report.figures.ratings import (
-    plot_ratings,
-    plot_trajectories,
-    rating_counts,
-    solve_trajectories,
-)
+from nonolab.report.figures.ratings import plot_ratings, plot_trajectories
 from nonolab.report.figures.themes import plot_prevalence, plot_theme_difficulty
+from nonolab.study.summaries import rating_counts, rating_means, solve_trajectories
 
 
 def test_save_is_byte_identical(tmp_path):
@@ -51,6 +47,13 @@ def _record():
 
 def test_every_plot_function_draws(tmp_path):
     rng = np.random.default_rng(0)
+    ratings = pd.DataFrame(
+        {
+            "puzzle_id": ["0", "0", "1", "1"],
+            "initial_difficulty": [1, 2, 5, 4],
+            "final_difficulty": [2, np.nan, 5, 5],
+        }
+    )
     figs = {
         "gaps": plot_gap_distribution(rng.lognormal(0, 1.5, 500), _record()),
         "strengths": plot_strengths(
@@ -98,15 +101,7 @@ def test_every_plot_function_draws(tmp_path):
                 }
             )
         ),
-        "ratings": plot_ratings(
-            pd.DataFrame(
-                {
-                    "puzzle_id": ["0", "0", "1", "1"],
-                    "initial_difficulty": [1, 2, 5, 4],
-                    "final_difficulty": [2, np.nan, 5, 5],
-                }
-            )
-        ),
+        "ratings": plot_ratings(rating_counts(ratings), rating_means(ratings)),
     }
     for name, fig in figs.items():
         save_figure(fig, tmp_path / f"{name}.png", tmp_path / f"{name}.pdf")
@@ -114,31 +109,11 @@ def test_every_plot_function_draws(tmp_path):
         assert (tmp_path / f"{name}.pdf").read_bytes()[:4] == b"%PDF"
 
 
-def test_rating_counts():
-    a = pd.DataFrame({"initial_difficulty": [1, 1, 5], "final_difficulty": [2, np.nan, 5]})
-    c = rating_counts(a).set_index("rating")
-    assert c["initial"].tolist() == [2, 0, 0, 0, 1]
-    assert c["final"].tolist() == [0, 1, 0, 0, 1]
-
-
-def test_trajectory_replay_by_hand(tmp_path):
-    # 2x2 puzzle, solution [[1, 0], [0, 1]] (2 filled cells).
+def test_trajectories_draw(tmp_path):
     puzzles = pd.DataFrame({"puzzle_id": ["7"], "solution_json": [json.dumps([[1, 0], [0, 1]])]})
-    rows = [
-        # line, t, type, r, c, value
-        (1, 0.0, "move", 0, 0, 1),  # correct: 1
-        (2, 10.0, "move", 0, 1, 1),  # wrong cell: still 1
-        (3, 20.0, "undo", None, None, None),  # undo the wrong fill: 1
-        (4, 30.0, "hint", 1, 1, None),  # hint reveals (1,1) filled: 2
-        (5, 40.0, "reset", None, None, None),  # board cleared: 0
-        (6, 50.0, "drag", 0, 0, 1),  # drag over two cells
-        (6, 50.0, "drag", 1, 1, 1),  # -> 2
-        (7, 55.0, "check_bank", None, None, None),
-    ]
-    ev = pd.DataFrame(rows, columns=["line_no", "t_s", "type", "r", "c", "value"])
-    ev = ev.assign(participant_id="p", order=1, phase="puzzle", puzzle_id="7", seq=ev["line_no"])
-    traj = solve_trajectories(ev, puzzles, step_s=10.0)
-    got = dict(zip(traj["t_s"], traj["median"], strict=True))
-    assert got == {0.0: 0.5, 10.0: 0.5, 20.0: 0.5, 30.0: 1.0, 40.0: 0.0, 50.0: 1.0}
-    assert traj["n_attempts"].unique().tolist() == [1]
-    save_figure(plot_trajectories(traj), tmp_path / "t.png")
+    ev = pd.DataFrame(
+        [(1, 0.0, "move", 0, 0, 1), (2, 30.0, "move", 1, 1, 1)],
+        columns=["line_no", "t_s", "type", "r", "c", "value"],
+    ).assign(participant_id="p", order=1, phase="puzzle", puzzle_id="7", seq=[0, 1])
+    save_figure(plot_trajectories(solve_trajectories(ev, puzzles)), tmp_path / "t.png")
+    assert (tmp_path / "t.png").stat().st_size > 1000

@@ -1,187 +1,36 @@
-"""Deterministic table output with provenance sidecars.
+"""Deterministic table output with provenance sidecars, for report-layer callers.
 
-Every table nonolab writes goes through :func:`write_table`: CSV with fixed float formatting
-(byte-identical for identical inputs), optionally Markdown and LaTeX (booktabs), and a sidecar
-``<name>.provenance.json`` recording input file hashes, package versions, parameters and seeds.
-Nothing time- or host-dependent is written into a table or its sidecar, so reruns are
-byte-identical.
+The writers live in :mod:`nonolab.core.tables` (and the file hash in
+:mod:`nonolab.core.hashing`), so that every layer can write tables; this module re-exports them
+under their established names.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
-import os
-from collections.abc import Iterable, Mapping
-from importlib import metadata
-from pathlib import Path
-from typing import Any
-
-import pandas as pd
-
-FLOAT_FORMAT = "%.10g"
-PACKAGES = (
-    "nonolab",
-    "numpy",
-    "pandas",
-    "scipy",
-    "scikit-learn",
-    "statsmodels",
-    "choix",
-    "python-sat",
-    "matplotlib",
-    "snakemake",
+from nonolab.core.hashing import file_sha256
+from nonolab.core.tables import (
+    FLOAT_FORMAT,
+    PACKAGES,
+    package_versions,
+    provenance,
+    table_record,
+    to_latex,
+    to_markdown,
+    write_json,
+    write_parquet_table,
+    write_table,
 )
 
-
-def file_sha256(path: str | os.PathLike) -> str:
-    """Return the hex sha256 of a file's bytes."""
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
-
-
-def package_versions(names: Iterable[str] = PACKAGES) -> dict[str, str]:
-    """Return ``{package: version}`` for the installed packages among ``names``."""
-    out = {}
-    for n in names:
-        try:
-            out[n] = metadata.version(n)
-        except metadata.PackageNotFoundError:
-            out[n] = "not installed"
-    return out
-
-
-def _input_hashes(inputs: Iterable[str | os.PathLike]) -> dict[str, str]:
-    out = {}
-    for p in inputs:
-        p = Path(p)
-        if p.is_dir():
-            for f in sorted(x for x in p.rglob("*") if x.is_file()):
-                out[f.as_posix()] = file_sha256(f)
-        elif p.exists():
-            out[p.as_posix()] = file_sha256(p)
-    return dict(sorted(out.items()))
-
-
-def provenance(
-    inputs: Iterable[str | os.PathLike] = (),
-    params: Mapping[str, Any] | None = None,
-    seeds: Mapping[str, Any] | None = None,
-) -> dict[str, Any]:
-    """Return a provenance record: input sha256s, package versions, parameters and seeds."""
-    return {
-        "inputs": _input_hashes(inputs),
-        "versions": package_versions(),
-        "params": dict(params or {}),
-        "seeds": dict(seeds or {}),
-    }
-
-
-def write_json(obj: Any, path: str | os.PathLike) -> None:
-    """Write ``obj`` as sorted, indented JSON (byte-stable) to ``path``."""
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w", encoding="utf-8", newline="\n") as fh:
-        json.dump(obj, fh, indent=2, sort_keys=True, default=_json_default)
-        fh.write("\n")
-
-
-def _json_default(o: Any) -> Any:
-    import numpy as np
-
-    if isinstance(o, np.integer):
-        return int(o)
-    if isinstance(o, np.floating):
-        return float(o)
-    if isinstance(o, np.bool_):
-        return bool(o)
-    if isinstance(o, np.ndarray):
-        return o.tolist()
-    if isinstance(o, Path):
-        return o.as_posix()
-    raise TypeError(f"not JSON serialisable: {type(o).__name__}")
-
-
-def write_table(
-    df: pd.DataFrame,
-    path: str | os.PathLike,
-    *,
-    inputs: Iterable[str | os.PathLike] = (),
-    params: Mapping[str, Any] | None = None,
-    seeds: Mapping[str, Any] | None = None,
-    formats: Iterable[str] = ("csv",),
-    caption: str | None = None,
-) -> None:
-    """Write ``df`` to ``path`` (a ``.csv`` path) and its provenance sidecar.
-
-    ``formats`` may add ``"md"`` (Markdown) and ``"tex"`` (LaTeX booktabs) next to the CSV, and
-    ``"parquet"``. The sidecar ``<stem>.provenance.json`` holds :func:`provenance`. Floats are
-    written with ``%.10g`` so output is byte-identical across reruns.
-    """
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    formats = set(formats) | {"csv"}
-    df.to_csv(path, index=False, float_format=FLOAT_FORMAT, lineterminator="\n")
-    if "parquet" in formats:
-        df.to_parquet(path.with_suffix(".parquet"), index=False)
-    if "md" in formats:
-        path.with_suffix(".md").write_text(to_markdown(df, caption), encoding="utf-8")
-    if "tex" in formats:
-        path.with_suffix(".tex").write_text(to_latex(df, caption), encoding="utf-8")
-    rec = provenance(inputs, params, seeds)
-    rec["table"] = {"file": path.name, "rows": int(len(df)), "columns": list(map(str, df.columns))}
-    write_json(rec, path.with_name(path.stem + ".provenance.json"))
-
-
-def _fmt(v: Any) -> str:
-    if isinstance(v, float):
-        if v != v:  # NaN
-            return ""
-        return f"{v:.4g}" if abs(v) < 1e-3 and v != 0 else f"{v:.3f}".rstrip("0").rstrip(".")
-    if v is None or (isinstance(v, float) and v != v):
-        return ""
-    return str(v)
-
-
-def to_markdown(df: pd.DataFrame, caption: str | None = None) -> str:
-    """Return ``df`` as a GitHub Markdown table (3 decimals), with an optional caption line."""
-    cols = list(map(str, df.columns))
-    lines = []
-    if caption:
-        lines += [caption, ""]
-    lines.append("| " + " | ".join(cols) + " |")
-    lines.append("|" + "|".join("---" for _ in cols) + "|")
-    for row in df.itertuples(index=False):
-        lines.append("| " + " | ".join(_fmt(v) for v in row) + " |")
-    return "\n".join(lines) + "\n"
-
-
-def _tex_escape(s: str) -> str:
-    for a, b in (
-        ("\\", r"\textbackslash{}"),
-        ("_", r"\_"),
-        ("%", r"\%"),
-        ("&", r"\&"),
-        ("#", r"\#"),
-        ("$", r"\$"),
-    ):
-        s = s.replace(a, b)
-    return s
-
-
-def to_latex(df: pd.DataFrame, caption: str | None = None) -> str:
-    """Return ``df`` as a LaTeX booktabs ``tabular`` (3 decimals), in a ``table`` float."""
-    cols = list(map(str, df.columns))
-    align = "".join("r" if pd.api.types.is_numeric_dtype(df[c]) else "l" for c in df.columns)
-    out = ["\\begin{table}[htbp]", "\\centering"]
-    if caption:
-        out.append(f"\\caption{{{_tex_escape(caption)}}}")
-    out += [f"\\begin{{tabular}}{{{align}}}", "\\toprule"]
-    out.append(" & ".join(_tex_escape(c) for c in cols) + " \\\\")
-    out.append("\\midrule")
-    for row in df.itertuples(index=False):
-        out.append(" & ".join(_tex_escape(_fmt(v)) for v in row) + " \\\\")
-    out += ["\\bottomrule", "\\end{tabular}", "\\end{table}"]
-    return "\n".join(out) + "\n"
+__all__ = [
+    "FLOAT_FORMAT",
+    "PACKAGES",
+    "file_sha256",
+    "package_versions",
+    "provenance",
+    "table_record",
+    "to_latex",
+    "to_markdown",
+    "write_json",
+    "write_parquet_table",
+    "write_table",
+]

@@ -14,8 +14,9 @@ Definitions (all times in seconds, from the event times ``t``; an attempt's even
 * ``check_count``: ``check_bank`` events; ``hint_count``: ``hint`` events (not ``hint_none``);
 * ``error_count``: ``move`` events that fill (value 1) a cell empty in the solution (drags are not
   counted, as published);
-* ``percent_error``: fraction of all cells where the final board (replayed moves, drags, undos,
-  resets; crossed counts as empty) differs from the solution; ``percent_incomplete``: fraction of
+* ``percent_error``: fraction of all cells where the final board (replayed by
+  :mod:`nonolab.study.board`: moves, drags, undos, resets; hints do not change it; crossed
+  counts as empty) differs from the solution; ``percent_incomplete``: fraction of
   the solution's filled cells not filled on the final board (both fractions in 0-1, despite the
   published names);
 * ``solved``: the platform's completion flag; ratings and the six expertise items are joined.
@@ -24,11 +25,14 @@ Definitions (all times in seconds, from the event times ``t``; an attempt's even
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+import os
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from nonolab.study.board import BOARD_EVENTS, final_boards
 from nonolab.study.ingest import EXPERTISE_ITEMS
 
 INTERACTION_ROLES = ("interaction", "marker")
@@ -51,6 +55,46 @@ FEATURE_COLUMNS = [
     *EXPERTISE_ITEMS,
 ]
 KEYS = ["participant_id", "order"]
+
+
+@dataclass(frozen=True)
+class PauseThreshold:
+    """The pause model output (``results/pauses/threshold.json``) as the later stages use it.
+
+    ``threshold_used_s``: the threshold pause counts use (seconds, > 0); ``threshold_s``: the
+    fitted mixture crossing (seconds, None if absent); ``source``: where the used threshold comes
+    from (``threshold_source``, None if absent); ``record``: the whole JSON record (mixture
+    parameters for plots).
+    """
+
+    threshold_used_s: float
+    threshold_s: float | None
+    source: str | None
+    record: dict[str, Any]
+
+
+def read_pause_model(path: str | os.PathLike) -> PauseThreshold:
+    """Return the pause model record written by the pauses stage at ``path``.
+
+    Raises ``ValueError`` naming the file if ``threshold_used_s`` is missing or not a positive
+    number of seconds.
+    """
+    with open(path, encoding="utf-8") as fh:
+        rec = json.load(fh)
+    used = rec.get("threshold_used_s") if isinstance(rec, dict) else None
+    try:
+        used_s = float(used)
+    except (TypeError, ValueError):
+        raise ValueError(f"{path}: no numeric threshold_used_s in the pause model") from None
+    if not used_s > 0:
+        raise ValueError(f"{path}: threshold_used_s must be positive seconds, got {used!r}")
+    fitted = rec.get("threshold_s")
+    return PauseThreshold(
+        threshold_used_s=used_s,
+        threshold_s=float(fitted) if fitted is not None else None,
+        source=rec.get("threshold_source"),
+        record=rec,
+    )
 
 
 def attempt_events(events: pd.DataFrame) -> pd.DataFrame:
@@ -85,45 +129,6 @@ def interaction_gaps(
     out = ev.loc[d.notna(), ["participant_id", "puzzle_id", "puzzle_hash", "order"]].copy()
     out["gap_s"] = d[d.notna()].to_numpy(dtype=np.int64) / 1e6
     return out.reset_index(drop=True)
-
-
-def _final_board(rows: pd.DataFrame, height: int, width: int) -> np.ndarray:
-    """Replay move/drag/undo/reset rows (time order) and return the final board (-1/0/1)."""
-    board = np.zeros((height, width), dtype=np.int8)
-    stack: list[list[tuple[int, int, int]]] = []
-    for typ, grp in _ops(rows):
-        if typ in ("move", "drag"):
-            snap = []
-            for r, c, v in grp:
-                snap.append((r, c, int(board[r, c])))
-                board[r, c] = v
-            if snap:
-                stack.append(snap)
-        elif typ == "undo":
-            if stack:
-                for r, c, old in stack.pop():
-                    board[r, c] = old
-        elif typ == "reset":
-            nz = np.argwhere(board != 0)
-            stack.append([(int(r), int(c), int(board[r, c])) for r, c in nz])
-            board[:, :] = 0
-    return board
-
-
-def _ops(rows: pd.DataFrame) -> Iterator[tuple[str, list[tuple[int, int, int]]]]:
-    """Yield (type, [(r, c, value), ...]) per log line: a drag's cells come as one operation."""
-    cur_line, cur_type, cells = None, None, []
-    for line, typ, r, c, v in rows[["line_no", "type", "r", "c", "value"]].itertuples(
-        index=False, name=None
-    ):
-        if line != cur_line:
-            if cur_line is not None:
-                yield cur_type, cells
-            cur_line, cur_type, cells = line, typ, []
-        if typ in ("move", "drag"):
-            cells.append((int(r), int(c), int(v)))
-    if cur_line is not None:
-        yield cur_type, cells
 
 
 def _narrow(events: pd.DataFrame) -> pd.DataFrame:
@@ -187,7 +192,13 @@ def attempt_features(
         wrong[idx] = sols[h][sub["r"].to_numpy(int), sub["c"].to_numpy(int)] == 0
     n_errors = _count(fills[wrong])
     n_pauses = _count(_pauses(inter, threshold_s))
-    boards = _final_boards(ev[ev["type"].isin(["move", "drag", "undo", "reset"])], attempts, sols)
+    shapes = {
+        (p, o): sols[h].shape
+        for p, o, h in zip(
+            attempts["participant_id"], attempts["order"], attempts["puzzle_hash"], strict=True
+        )
+    }
+    boards = final_boards(ev[ev["type"].isin(BOARD_EVENTS)], shapes)
 
     out = attempts[["participant_id", "puzzle_id", "puzzle_hash", "order", "solved"]].copy()
     idx = pd.MultiIndex.from_frame(out[KEYS])
@@ -228,72 +239,6 @@ def attempt_features(
         out[c] = pd.array(out[c], dtype="Int64")
     out["solved"] = pd.array(out["solved"], dtype="boolean")
     return out.sort_values(["participant_id", "order"], kind="stable").reset_index(drop=True)
-
-
-def _final_boards(
-    ops: pd.DataFrame, attempts: pd.DataFrame, sols: dict[str, np.ndarray]
-) -> dict[tuple[str, int], np.ndarray]:
-    """Return {(participant_id, order): final board} replaying each attempt's board events.
-
-    ``ops`` are the move/drag/undo/reset rows sorted by participant, order and ``seq`` (an
-    attempt's rows are contiguous, a drag's cells are consecutive rows of one line). One pass
-    over the columns as Python lists, a flat board per attempt and an undo stack of
-    (cell, previous value) snapshots; same semantics as :func:`_final_board`.
-    """
-    shapes = {
-        (p, o): sols[h].shape
-        for p, o, h in zip(
-            attempts["participant_id"], attempts["order"], attempts["puzzle_hash"], strict=True
-        )
-    }
-    out: dict[tuple[str, int], np.ndarray] = {}
-    if not len(ops):
-        return out
-    pids = ops["participant_id"].tolist()
-    orders = ops["order"].tolist()
-    lines = ops["line_no"].tolist()
-    types = ops["type"].tolist()
-    rs = ops["r"].tolist()
-    cs = ops["c"].tolist()
-    vs = ops["value"].tolist()
-    n = len(types)
-    key = None
-    board: list[int] = []
-    stack: list[list[tuple[int, int]]] = []
-    h = w = 0
-    i = 0
-    while i < n:
-        k = (pids[i], orders[i])
-        if k != key:
-            if key is not None:
-                out[key] = np.array(board, dtype=np.int8).reshape(h, w)
-            key = k
-            h, w = shapes[k]
-            board = [0] * (h * w)
-            stack = []
-        typ, line = types[i], lines[i]
-        j = i + 1
-        while j < n and lines[j] == line and pids[j] == k[0] and orders[j] == k[1]:
-            j += 1
-        if typ == "move" or typ == "drag":
-            snap = []
-            for m in range(i, j):
-                if types[m] == "move" or types[m] == "drag":
-                    cell = int(rs[m]) * w + int(cs[m])
-                    snap.append((cell, board[cell]))
-                    board[cell] = int(vs[m])
-            if snap:
-                stack.append(snap)
-        elif typ == "undo":
-            if stack:
-                for cell, old in stack.pop():
-                    board[cell] = old
-        elif typ == "reset":
-            stack.append([(cell, v) for cell, v in enumerate(board) if v != 0])
-            board = [0] * (h * w)
-        i = j
-    out[key] = np.array(board, dtype=np.int8).reshape(h, w)
-    return out
 
 
 PUBLISHED_COLUMNS = {

@@ -26,7 +26,6 @@ from __future__ import annotations
 import gc
 import json
 import os
-import re
 from bisect import bisect_right
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -39,7 +38,10 @@ import numpy as np
 import pandas as pd
 import yaml
 
+from nonolab.core.tables import write_json, write_parquet_table, write_table
 from nonolab.sat.puzzles import Puzzle, load_study_puzzles
+from nonolab.study.board import Board
+from nonolab.study.codebook import coded_themes_ledger
 from nonolab.study.logs import (
     EVENT_SPECS,
     IGNORED_TYPES,
@@ -144,57 +146,6 @@ def _raw_rating(v: Any) -> int | None:
     if isinstance(v, bool) or not isinstance(v, int | float) or not float(v).is_integer():
         return None
     return int(v)
-
-
-class Board:
-    """Board replay with the published semantics (undo stack of cell snapshots).
-
-    ``move`` sets one cell; a drag sets its rectangle (``flip`` -> 1, ``cross`` -> -1,
-    ``cross_toggle``: -1 -> 0, else -> -1); ``undo`` restores the last snapshot; ``reset``
-    clears the board (undoable). Hints do not change the board.
-    """
-
-    def __init__(self, height: int, width: int):
-        self.h, self.w = height, width
-        self.cells = np.zeros((height, width), dtype=np.int8)
-        self.stack: list[list[tuple[int, int, int]]] = []
-
-    def move(self, r: int, c: int, value: int) -> int:
-        """Set cell (r, c) to ``value``; return its previous value."""
-        old = int(self.cells[r, c])
-        self.cells[r, c] = value
-        self.stack.append([(r, c, old)])
-        return old
-
-    def drag(self, mode: str, cells: list[tuple[int, int]]) -> list[tuple[int, int]]:
-        """Apply a drag over ``cells``; return [(previous value, new value)] per cell."""
-        snap, out = [], []
-        for r, c in cells:
-            old = int(self.cells[r, c])
-            if mode == "flip":
-                new = 1
-            elif mode == "cross":
-                new = -1
-            else:
-                new = 0 if old == -1 else -1
-            self.cells[r, c] = new
-            snap.append((r, c, old))
-            out.append((old, new))
-        if snap:
-            self.stack.append(snap)
-        return out
-
-    def undo(self) -> None:
-        """Restore the last snapshot (no-op when there is none)."""
-        if self.stack:
-            for r, c, old in self.stack.pop():
-                self.cells[r, c] = old
-
-    def reset(self) -> None:
-        """Clear the board, keeping an undo snapshot of the filled/crossed cells."""
-        nz = np.argwhere(self.cells != 0)
-        self.stack.append([(int(r), int(c), int(self.cells[r, c])) for r, c in nz])
-        self.cells[:, :] = 0
 
 
 def _drag_cells(f: dict[str, Any]) -> list[tuple[int, int]]:
@@ -302,14 +253,11 @@ def _ingest_study(study_dir: str | Path, preset: Preset) -> IngestResult:
         rating_rows += res["ratings"]
         text_rows += res["texts"]
 
-    themes = preset.get("themes") or {}
-    coded = study_dir / themes["coded_responses"] if "coded_responses" in themes else None
-    if coded is not None and coded.is_file():
+    pids = {r["participant_id"] for r in part_rows}
+    theme_rows, coded = coded_themes_ledger(study_dir, preset.get("themes") or {}, pids)
+    if coded is not None:
         inputs.append(coded)
-        book = study_dir / themes["codebook"] if "codebook" in themes else None
-        known = codebook_codes(book) if book is not None and book.is_file() else None
-        pids = {r["participant_id"] for r in part_rows}
-        ledger.rows += check_coded_themes(coded, pids, known, themes["coded_responses"])
+        ledger.rows += theme_rows
     tables = {
         "events": _events_frame_from_columns(ev_cols),
         "attempts": pd.DataFrame(att_rows, columns=_columns("attempts")),
@@ -322,10 +270,24 @@ def _ingest_study(study_dir: str | Path, preset: Preset) -> IngestResult:
     tables = {k: coerce_table(v, k) for k, v in tables.items()}
     for name, df in tables.items():
         validate_table(df, name)
+    summary = _summary(preset.name, counts, ignored, by_type, tables)
+    return IngestResult(tables, summary, inputs)
+
+
+def _summary(
+    preset_name: str,
+    counts: Counter[str],
+    ignored: Counter[str],
+    by_type: Counter[str],
+    tables: dict[str, pd.DataFrame],
+) -> dict[str, Any]:
+    """Return the ingest summary: file, participant, attempt and rating counts, and the event
+    accounting (lines read = used + excluded + ignored). Raises ``AssertionError`` if the
+    accounting does not add up."""
     att, rat = tables["attempts"], tables["ratings"]
     n_ignored = sum(ignored.values())
     summary = {
-        "preset": preset.name,
+        "preset": preset_name,
         "log_files": counts["log_files"],
         "files_excluded": counts["files_excluded"],
         "participants": int(len(tables["participants"])),
@@ -358,7 +320,7 @@ def _ingest_study(study_dir: str | Path, preset: Preset) -> IngestResult:
     )
     if not summary["identity_ok"]:
         raise AssertionError(f"event accounting does not add up: {summary}")
-    return IngestResult(tables, summary, inputs)
+    return summary
 
 
 #: Studies with at least this many log files are read by a pool of worker processes (one per
@@ -422,6 +384,33 @@ def _read_chunk(work: Callable[[Any], dict[str, Any]], sources: list[Any]) -> li
     return [work(s) for s in sources]
 
 
+@dataclass
+class _Session:
+    """One participant's session while it is ingested: where it comes from, its puzzle queue
+    and survey bounds, and the ledger its problems go to."""
+
+    rel: str
+    pid: str
+    ledger: _Ledger
+    puzzles: dict[str | None, Puzzle]
+    queue: list[str]
+    start: Event
+    surveys: dict[str, Event]
+    bounds: list[Any]
+    hashes: dict[str, str]
+    excluded: set[int]
+
+    def note(self, level: str, e: Event | None, reason: str, action: str = "excluded") -> None:
+        """Add a ledger row about line ``e`` (or the whole file when None)."""
+        where = f"{self.rel}:{e.line_no}" if e is not None else self.rel
+        self.ledger.add(level, where, self.pid, reason, action)
+
+    def exclude(self, e: Event, reason: str) -> None:
+        """Ledger line ``e`` as excluded and leave it out of the events."""
+        self.note("line", e, reason)
+        self.excluded.add(e.line_no)
+
+
 def _ingest_participant(
     rel: str,
     pid: str,
@@ -431,8 +420,47 @@ def _ingest_participant(
     ledger: _Ledger,
     hash_of: dict[str, str] | None = None,
 ) -> dict[str, Any] | None:
-    """Return the rows of one participant's session, or None (participant ledgered)."""
-    # Stable time order, as the published analysis did; note lines that go back in time.
+    """Return the rows of one participant's session, or None (participant ledgered).
+
+    The rows: ``events`` (column lists of the events table), ``attempts``, ``ratings``,
+    ``texts``, ``participant`` (one row), ``n_used`` and ``n_excluded`` (log lines) and
+    ``ignored`` (lines of ignored types, by type).
+    """
+    events = _time_ordered(events, rel, pid, ledger)
+    excluded = _duplicate_lines(events, rel, pid, ledger)
+    start = _session_start(events, rel, pid, puzzles, n_per, ledger)
+    if start is None:
+        return None
+    queue = [str(q) for q in start.fields["queue"]]
+    surveys = _session_surveys(events, excluded, rel, pid, n_per, ledger)
+    if surveys is None:
+        return None
+    bounds = [surveys[s].t for s in ("pre", *(f"puzzle_{k}" for k in range(1, n_per + 1)))]
+    if any(b1 < b0 for b0, b1 in zip(bounds, bounds[1:], strict=False)):
+        ledger.add("participant", rel, pid, "survey times are not in order pre < puzzle_1 < ...")
+        return None
+    if "post" not in surveys:
+        ledger.add("participant", rel, pid, "no post-survey: final ratings missing", "kept")
+    hashes = {q: hash_of[q] if hash_of else puzzles[q].hash for q in queue}
+    sess = _Session(rel, pid, ledger, puzzles, queue, start, surveys, bounds, hashes, excluded)
+    rows, n_used, ignored = _event_rows(sess, events)
+    attempts = _attempt_rows(sess, events, rows)
+    ratings = _rating_rows(sess)
+    return {
+        "events": {c: [r.get(c) for r in rows] for c in _columns("events")},
+        "attempts": attempts,
+        "ratings": ratings,
+        "texts": _text_rows(sess),
+        "participant": _participant_row(sess),
+        "n_used": n_used,
+        "n_excluded": len(excluded),
+        "ignored": ignored,
+    }
+
+
+def _time_ordered(events: list[Event], rel: str, pid: str, ledger: _Ledger) -> list[Event]:
+    """Return the events in stable time order, as the published analysis ordered them; a line
+    whose time is earlier than a previous line's is ledgered (kept)."""
     prev = None
     for e in events:
         if prev is not None and e.t < prev and e.type != "session_end":
@@ -444,7 +472,11 @@ def _ingest_participant(
                 "kept",
             )
         prev = e.t if prev is None else max(prev, e.t)
-    events = sorted(events, key=lambda e: e.t)
+    return sorted(events, key=lambda e: e.t)
+
+
+def _duplicate_lines(events: list[Event], rel: str, pid: str, ledger: _Ledger) -> set[int]:
+    """Return the line numbers of exact repeats of an earlier line (ledgered, excluded)."""
     excluded: set[int] = set()
     seen: dict[str, int] = {}
     for e in events:
@@ -453,30 +485,44 @@ def _ingest_participant(
             excluded.add(e.line_no)
         else:
             seen[e.raw] = e.line_no
+    return excluded
+
+
+def _session_start(
+    events: list[Event],
+    rel: str,
+    pid: str,
+    puzzles: dict[str | None, Puzzle],
+    n_per: int,
+    ledger: _Ledger,
+) -> Event | None:
+    """Return the session's ``session_start_three`` event, or None (participant ledgered) when
+    there is none or its puzzle queue does not fit the preset and the puzzle file."""
     ss = _first(events, "session_start_three")
     if ss is None:
         ledger.add("participant", rel, pid, "no session_start_three event with a puzzle queue")
         return None
     queue = [str(q) for q in ss.fields["queue"]]
-    where_ss = f"{rel}:{ss.line_no}"
+    where = f"{rel}:{ss.line_no}"
     if len(queue) != n_per:
-        ledger.add(
-            "participant",
-            where_ss,
-            pid,
-            f"session serves {len(queue)} puzzles, the preset expects {n_per}",
-        )
+        why = f"session serves {len(queue)} puzzles, the preset expects {n_per}"
+        ledger.add("participant", where, pid, why)
         return None
     unknown = [q for q in queue if q not in puzzles]
     if unknown:
-        ledger.add(
-            "participant",
-            where_ss,
-            pid,
-            f"puzzle ids {unknown} in the session queue are not in the puzzle file",
-        )
+        why = f"puzzle ids {unknown} in the session queue are not in the puzzle file"
+        ledger.add("participant", where, pid, why)
         return None
-    surveys = {}
+    return ss
+
+
+def _session_surveys(
+    events: list[Event], excluded: set[int], rel: str, pid: str, n_per: int, ledger: _Ledger
+) -> dict[str, Event] | None:
+    """Return ``{survey_type: first survey_submit event}`` (a second one of a type is ledgered
+    and added to ``excluded``), or None (participant ledgered) when the pre-survey or a puzzle
+    survey is missing."""
+    surveys: dict[str, Event] = {}
     for e in events:
         if e.type == "survey_submit" and e.line_no not in excluded:
             st = e.fields["survey_type"]
@@ -493,220 +539,248 @@ def _ingest_participant(
         why = "no pre-survey" if missing == ["pre"] else f"incomplete surveys: missing {missing}"
         ledger.add("participant", rel, pid, why)
         return None
-    bounds = [surveys[s].t for s in needed]
-    if any(b1 < b0 for b0, b1 in zip(bounds, bounds[1:], strict=False)):
-        ledger.add("participant", rel, pid, "survey times are not in order pre < puzzle_1 < ...")
-        return None
-    post = surveys.get("post")
-    if post is None:
-        ledger.add("participant", rel, pid, "no post-survey: final ratings missing", "kept")
-    t0 = ss.t
-    hashes = {q: hash_of[q] if hash_of else puzzles[q].hash for q in queue}
-    sizes = {q: (puzzles[q].height, puzzles[q].width) for q in queue}
-    boards = {}
-    for k, q in enumerate(queue, start=1):
-        p = puzzles[q]
-        boards[k] = Board(p.height, p.width)
+    return surveys
+
+
+def _event_phase(e: Event, bounds: list[Any]) -> tuple[str, int | None]:
+    """Return the event's ``(phase, attempt order)``: a survey belongs to the attempt it rates;
+    other events fall into ``pre``, attempt ``k`` (``bounds[k - 1] <= t < bounds[k]``) or
+    ``post``."""
+    if e.type == "survey_submit":
+        st = e.fields["survey_type"]
+        if st.startswith("puzzle_"):
+            return "puzzle", int(st[7:])
+        return st, None
+    if e.t < bounds[0]:
+        return "pre", None
+    if e.t >= bounds[-1]:
+        return "post", None
+    return "puzzle", bisect_right(bounds, e.t)
+
+
+def _event_rows(
+    sess: _Session, events: list[Event]
+) -> tuple[list[dict[str, Any]], int, Counter[str]]:
+    """Return the session's event rows (a drag gives one row per cell), the number of log lines
+    used and the count of ignored lines by type. Each attempt's board is replayed
+    (:class:`~nonolab.study.board.Board`) for the moves' and drag cells' previous values; lines
+    that cannot be used are ledgered and added to ``sess.excluded``."""
+    n_per = len(sess.queue)
+    boards = {
+        k: Board(sess.puzzles[q].height, sess.puzzles[q].width)
+        for k, q in enumerate(sess.queue, start=1)
+    }
+    t0 = sess.start.t
     rows: list[dict[str, Any]] = []
     ignored: Counter[str] = Counter()
     n_used = 0
-    last_order_t: dict[int, list] = {k: [] for k in range(1, n_per + 1)}
     for seq, e in enumerate(events):
-        if e.line_no in excluded:
+        if e.line_no in sess.excluded:
             continue
         if e.role == "ignored":
             ignored[e.type] += 1
             continue
-        # phase and attempt
-        if e.type == "survey_submit":
-            st = e.fields["survey_type"]
-            phase = "puzzle" if st.startswith("puzzle_") else st
-            order = int(st[7:]) if st.startswith("puzzle_") else None
-            if order is not None and order > n_per:
-                ledger.add("line", f"{rel}:{e.line_no}", pid, f"survey {st} beyond the session")
-                excluded.add(e.line_no)
-                continue
-        elif e.t < bounds[0]:
-            phase, order = "pre", None
-        elif e.t >= bounds[-1]:
-            phase, order = "post", None
-        else:
-            order = bisect_right(bounds, e.t)  # bounds[order - 1] <= t < bounds[order]
-            phase = "puzzle"
-        qid = queue[order - 1] if order else None
-        puz = puzzles[qid] if qid else None
+        phase, order = _event_phase(e, sess.bounds)
+        if e.type == "survey_submit" and order is not None and order > n_per:
+            sess.exclude(e, f"survey {e.fields['survey_type']} beyond the session")
+            continue
+        qid = sess.queue[order - 1] if order else None
         base = {
-            "participant_id": pid,
-            "source_file": rel,
+            "participant_id": sess.pid,
+            "source_file": sess.rel,
             "line_no": e.line_no,
             "seq": seq,
             "phase": phase,
             "order": order,
             "puzzle_id": qid,
-            "puzzle_hash": hashes[qid] if qid else None,
+            "puzzle_hash": sess.hashes[qid] if qid else None,
             "t": e.t,
             "t_s": (e.t - t0).total_seconds(),
             "type": e.type,
             "role": e.role,
         }
-        f = e.fields
-        extra: dict[str, Any] = {}
-        where = f"{rel}:{e.line_no}"
-        if e.type in ("move", "hint"):
-            if puz is None:
-                ledger.add("line", where, pid, f"{e.type} outside a puzzle window ({phase})")
-                excluded.add(e.line_no)
+        board = boards[order] if order else None
+        if e.type == "drag":
+            cells = _drag_rows(sess, e, qid, phase, board)
+            if cells is None:
                 continue
-            if f["r"] >= sizes[qid][0] or f["c"] >= sizes[qid][1]:
-                ledger.add(
-                    "line",
-                    where,
-                    pid,
-                    f"{e.type} cell ({f['r']},{f['c']}) outside the {puz.height}x{puz.width} grid",
-                )
-                excluded.add(e.line_no)
-                continue
-            extra = {"r": f["r"], "c": f["c"]}
-            if e.type == "move":
-                extra["value"] = f["value"]
-                extra["prev_value"] = boards[order].move(f["r"], f["c"], f["value"])
-        elif e.type == "drag":
-            if puz is None:
-                ledger.add("line", where, pid, f"drag outside a puzzle window ({phase})")
-                excluded.add(e.line_no)
-                continue
-            problem = _drag_problem(f, puz.height, puz.width)
-            if problem:
-                ledger.add("line", where, pid, problem)
-                excluded.add(e.line_no)
-                continue
-            cells = _drag_cells(f)
-            vals = boards[order].drag(f["mode"], cells)
             n_used += 1
-            last_order_t[order].append(e.t)
-            for (r, c), (old, new) in zip(cells, vals, strict=True):
-                rows.append(
-                    base
-                    | {
-                        "r": r,
-                        "c": c,
-                        "value": new,
-                        "prev_value": old,
-                        "drag_id": e.line_no,
-                        "drag_mode": f["mode"],
-                        "drag_cells": len(cells),
-                    }
-                )
+            rows += [base | cell for cell in cells]
             continue
-        elif e.type == "undo" and order:
-            boards[order].undo()
-            extra = {"undo_label": f.get("label"), "diffs_len": f.get("diffs_len")}
-        elif e.type == "reset" and order:
-            boards[order].reset()
-        elif e.type == "check_bank":
-            extra = {
-                "solved": f["solved"],
-                "n_mismatches": len(f["mismatches"]),
-                "event_puzzle_id": str(f["puzzle_id"]),
-            }
-            if qid is not None and str(f["puzzle_id"]) != qid:
-                ledger.add(
-                    "line",
-                    where,
-                    pid,
-                    f"check_bank names puzzle {f['puzzle_id']} but the attempt is puzzle {qid}",
-                    "kept",
-                )
-            if str(f["puzzle_id"]) not in puzzles:
-                ledger.add(
-                    "line",
-                    where,
-                    pid,
-                    f"check_bank names puzzle id {f['puzzle_id']}, not in the puzzle file",
-                    "kept",
-                )
-        elif e.type in ("skip_puzzle", "puzzle_advanced"):
-            extra = {"event_puzzle_id": str(f["puzzle_id"])}
-            if str(f["puzzle_id"]) not in puzzles:
-                ledger.add(
-                    "line",
-                    where,
-                    pid,
-                    f"{e.type} names puzzle id {f['puzzle_id']}, not in the puzzle file",
-                    "kept",
-                )
-        elif e.type == "survey_submit":
-            extra = {"survey_type": f["survey_type"]}
-        elif e.type == "session_start_three":
-            extra = {"schedule_idx": f.get("schedule_idx")}
+        extra = _event_fields(sess, e, qid, phase, board)
+        if extra is None:
+            continue
         n_used += 1
         rows.append(base | extra)
-    n_excluded = len(excluded)
+    return rows, n_used, ignored
 
-    # attempts, ratings and texts
+
+def _drag_rows(
+    sess: _Session, e: Event, qid: str | None, phase: str, board: Board | None
+) -> list[dict[str, Any]] | None:
+    """Return the per-cell fields of a drag applied to ``board``, or None (line excluded) for a
+    drag outside an attempt or with an inconsistent rectangle."""
+    f = e.fields
+    if qid is None or board is None:
+        sess.exclude(e, f"drag outside a puzzle window ({phase})")
+        return None
+    puz = sess.puzzles[qid]
+    problem = _drag_problem(f, puz.height, puz.width)
+    if problem:
+        sess.exclude(e, problem)
+        return None
+    cells = _drag_cells(f)
+    return [
+        {
+            "r": r,
+            "c": c,
+            "value": new,
+            "prev_value": old,
+            "drag_id": e.line_no,
+            "drag_mode": f["mode"],
+            "drag_cells": len(cells),
+        }
+        for (r, c), (old, new) in zip(cells, board.drag(f["mode"], cells), strict=True)
+    ]
+
+
+def _event_fields(
+    sess: _Session, e: Event, qid: str | None, phase: str, board: Board | None
+) -> dict[str, Any] | None:
+    """Return the type-specific fields of a non-drag event (applying moves, undos and resets to
+    ``board``), or None (line excluded) for a move or hint that is outside an attempt or
+    outside the grid. Puzzle ids the attempt or the puzzle file do not know are ledgered
+    (kept)."""
+    f = e.fields
+    if e.type in ("move", "hint"):
+        if qid is None or board is None:
+            sess.exclude(e, f"{e.type} outside a puzzle window ({phase})")
+            return None
+        puz = sess.puzzles[qid]
+        if f["r"] >= puz.height or f["c"] >= puz.width:
+            sess.exclude(
+                e, f"{e.type} cell ({f['r']},{f['c']}) outside the {puz.height}x{puz.width} grid"
+            )
+            return None
+        if e.type == "hint":
+            board.hint(f["r"], f["c"])
+            return {"r": f["r"], "c": f["c"]}
+        old = board.move(f["r"], f["c"], f["value"])
+        return {"r": f["r"], "c": f["c"], "value": f["value"], "prev_value": old}
+    if e.type == "undo" and board is not None:
+        board.undo()
+        return {"undo_label": f.get("label"), "diffs_len": f.get("diffs_len")}
+    if e.type == "reset" and board is not None:
+        board.reset()
+        return {}
+    if e.type == "check_bank":
+        named = str(f["puzzle_id"])
+        if qid is not None and named != qid:
+            why = f"check_bank names puzzle {f['puzzle_id']} but the attempt is puzzle {qid}"
+            sess.note("line", e, why, "kept")
+        if named not in sess.puzzles:
+            why = f"check_bank names puzzle id {f['puzzle_id']}, not in the puzzle file"
+            sess.note("line", e, why, "kept")
+        return {
+            "solved": f["solved"],
+            "n_mismatches": len(f["mismatches"]),
+            "event_puzzle_id": named,
+        }
+    if e.type in ("skip_puzzle", "puzzle_advanced"):
+        if str(f["puzzle_id"]) not in sess.puzzles:
+            why = f"{e.type} names puzzle id {f['puzzle_id']}, not in the puzzle file"
+            sess.note("line", e, why, "kept")
+        return {"event_puzzle_id": str(f["puzzle_id"])}
+    if e.type == "survey_submit":
+        return {"survey_type": f["survey_type"]}
+    if e.type == "session_start_three":
+        return {"schedule_idx": f.get("schedule_idx")}
+    return {}
+
+
+def _completion_flags(events: list[Event], n: int) -> list[tuple[bool | None, bool | None]]:
+    """Return the platform's ``(solved, skipped)`` flags of attempts 1..``n`` (None when the
+    session logged no completion event or the event has no flag for the attempt)."""
+    if _first(events, "completed_all_three") is not None:
+        return [(True, False)] * n
     end_ev = _first(events, "ended_without_full_completion")
-    all_done = _first(events, "completed_all_three") is not None
-    pre_ans = surveys["pre"].fields["answers"]
-    post_ans = post.fields["answers"] if post else {}
-    attempts, ratings, texts = [], [], []
-    for k, q in enumerate(queue, start=1):
-        p = puzzles[q]
+    if end_ev is None:
+        return [(None, None)] * n
+    sf = end_ev.fields["solved_flags"]
+    kf = end_ev.fields.get("skipped_flags")
+    return [
+        (
+            sf[k] if k < len(sf) else None,
+            kf[k] if kf is not None and k < len(kf) else None,
+        )
+        for k in range(n)
+    ]
+
+
+def _attempt_rows(
+    sess: _Session, events: list[Event], rows: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """Return one attempts-table row per attempt of the session (times are UTC timestamps)."""
+    attempts = []
+    flags = _completion_flags(events, len(sess.queue))
+    for k, q in enumerate(sess.queue, start=1):
         in_win = [
             r for r in rows if r["order"] == k and r["phase"] == "puzzle" and r["role"] != "survey"
         ]
         inter = [r["t"] for r in in_win if r["role"] != "session"]
-        if all_done:
-            solved, skipped = True, False
-        elif end_ev is not None:
-            sf = end_ev.fields["solved_flags"]
-            kf = end_ev.fields.get("skipped_flags")
-            solved = sf[k - 1] if k - 1 < len(sf) else None
-            skipped = kf[k - 1] if kf is not None and k - 1 < len(kf) else None
-        else:
-            solved, skipped = None, None
-        n_skip_events = sum(1 for r in in_win if r["type"] == "skip_puzzle")
+        solved, skipped = flags[k - 1]
         solved_check = [r["t"] for r in in_win if r["type"] == "check_bank" and r["solved"]]
         attempts.append(
             {
-                "participant_id": pid,
+                "participant_id": sess.pid,
                 "order": k,
                 "puzzle_id": q,
-                "puzzle_hash": hashes[q],
-                "source_file": rel,
-                "window_start": bounds[k - 1],
-                "window_end": bounds[k],
+                "puzzle_hash": sess.hashes[q],
+                "source_file": sess.rel,
+                "window_start": sess.bounds[k - 1],
+                "window_end": sess.bounds[k],
                 "first_interaction_t": min(inter) if inter else pd.NaT,
                 "last_interaction_t": max(inter) if inter else pd.NaT,
                 "first_solved_check_t": min(solved_check) if solved_check else pd.NaT,
                 "solved": solved,
                 "skipped": skipped,
-                "skip_events": n_skip_events,
+                "skip_events": sum(1 for r in in_win if r["type"] == "skip_puzzle"),
                 "n_events": len({r["line_no"] for r in in_win}),
                 "n_interactions": len(
                     {r["line_no"] for r in in_win if r["role"] in ("interaction", "marker")}
                 ),
             }
         )
-        ps = surveys[f"puzzle_{k}"].fields["answers"]
+    return attempts
+
+
+def _rating_rows(sess: _Session) -> list[dict[str, Any]]:
+    """Return one ratings-table row per attempt (initial and final 1-5 ratings, raw values and
+    guessing answers); ratings that are not integers 1-5 are ledgered (kept, set missing)."""
+    post = sess.surveys.get("post")
+    post_ans = post.fields["answers"] if post else {}
+    ratings = []
+    for k, q in enumerate(sess.queue, start=1):
+        ps = sess.surveys[f"puzzle_{k}"].fields["answers"]
         ini_raw = ps.get("difficulty")
         fin_raw = post_ans.get(f"puzzle_{k}_rate_again")
         for label, raw in (("initial", ini_raw), ("final", fin_raw)):
             if raw is not None and _rating(raw) is None:
-                src = surveys[f"puzzle_{k}"] if label == "initial" else post
-                ledger.add(
+                src = sess.surveys[f"puzzle_{k}"] if label == "initial" else post
+                sess.ledger.add(
                     "attempt",
-                    f"{rel}:{src.line_no}",
-                    f"{pid}/{k}",
+                    f"{sess.rel}:{src.line_no}",
+                    f"{sess.pid}/{k}",
                     f"{label} rating {raw!r} is not an integer 1-5: set to missing"
                     + (" (-1 = the platform's value for a skipped puzzle)" if raw == -1 else ""),
                     "kept",
                 )
         ratings.append(
             {
-                "participant_id": pid,
+                "participant_id": sess.pid,
                 "order": k,
                 "puzzle_id": q,
-                "puzzle_hash": hashes[q],
+                "puzzle_hash": sess.hashes[q],
                 "initial_difficulty": _rating(ini_raw),
                 "initial_difficulty_raw": _raw_rating(ini_raw),
                 "initial_guesses": _str_or_none(ps.get(f"puzzle_{k}_guesses")),
@@ -715,16 +789,27 @@ def _ingest_participant(
                 "final_guesses": _str_or_none(post_ans.get(f"puzzle_{k}_guesses")),
             }
         )
+    return ratings
+
+
+def _text_rows(sess: _Session) -> list[dict[str, Any]]:
+    """Return the survey_texts rows: per-attempt rating reasons, then free-text answers
+    (``*_other``, rating reason, strategy, comments) of the pre- and post-survey."""
+    post = sess.surveys.get("post")
+    pre_ans = sess.surveys["pre"].fields["answers"]
+    post_ans = post.fields["answers"] if post else {}
+    texts = []
+    for k, q in enumerate(sess.queue, start=1):
         reason = post_ans.get(f"puzzle_{k}_rating_reason")
         if isinstance(reason, str):
             texts.append(
                 {
-                    "participant_id": pid,
+                    "participant_id": sess.pid,
                     "survey_type": "post",
                     "question": "rating_reason",
                     "order": k,
                     "puzzle_id": q,
-                    "puzzle_hash": hashes[q],
+                    "puzzle_hash": sess.hashes[q],
                     "text": reason,
                 }
             )
@@ -733,7 +818,7 @@ def _ingest_participant(
             if isinstance(val, str) and (key.endswith("_other") or key in TEXT_KEYS):
                 texts.append(
                     {
-                        "participant_id": pid,
+                        "participant_id": sess.pid,
                         "survey_type": st,
                         "question": key,
                         "order": None,
@@ -742,120 +827,40 @@ def _ingest_participant(
                         "text": val,
                     }
                 )
+    return texts
+
+
+def _participant_row(sess: _Session) -> dict[str, Any]:
+    """Return the participants-table row: session facts, pre-survey answers and the six
+    expertise items (skills that are not integers 1-10 are ledgered, kept as missing)."""
+    pre = sess.surveys["pre"]
+    pre_ans = pre.fields["answers"]
     items = expertise_items(pre_ans)
     for key in ("skill_nonogram", "skill_puzzles"):
         if pre_ans.get(key) is not None and items[key] is None:
-            ledger.add(
+            sess.ledger.add(
                 "participant",
-                f"{rel}:{surveys['pre'].line_no}",
-                pid,
+                f"{sess.rel}:{pre.line_no}",
+                sess.pid,
                 f"pre-survey {key}={pre_ans.get(key)!r} is not an integer 1-10: set to missing",
                 "kept",
             )
-    participant = {
-        "participant_id": pid,
-        "source_file": rel,
-        "queue_json": json.dumps([int(q) if q.isdigit() else q for q in queue]),
-        "schedule_idx": ss.fields.get("schedule_idx"),
-        "session_start": ss.t,
-        "has_post_survey": post is not None,
+    return {
+        "participant_id": sess.pid,
+        "source_file": sess.rel,
+        "queue_json": json.dumps([int(q) if q.isdigit() else q for q in sess.queue]),
+        "schedule_idx": sess.start.fields.get("schedule_idx"),
+        "session_start": sess.start.t,
+        "has_post_survey": "post" in sess.surveys,
         "played_before": _str_or_none(pre_ans.get("played_before")),
         "puzzle_played_frequency": _str_or_none(pre_ans.get("puzzle_played_frequency")),
         "nonogram_size_experience_json": json.dumps(pre_ans.get("nonogram_size_experience")),
         "logic_experience_json": json.dumps(pre_ans.get("logic_experience")),
     } | items
-    return {
-        "events": {c: [r.get(c) for r in rows] for c in _columns("events")},
-        "attempts": attempts,
-        "ratings": ratings,
-        "texts": texts,
-        "participant": participant,
-        "n_used": n_used,
-        "n_excluded": n_excluded,
-        "ignored": ignored,
-    }
 
 
 def _str_or_none(v: Any) -> str | None:
     return v if isinstance(v, str) else None
-
-
-# ---------------------------------------------------------------------------------------------
-# Coded survey themes: check that the coded file names known participants and codes.
-
-_CODE_ROW = re.compile(r"^\|\s*`([A-Z][A-Z_]*)`\s*\|")
-
-
-def codebook_codes(path: str | Path) -> set[str]:
-    """Return the codes defined in a Markdown codebook (table rows starting with a `CODE` cell)."""
-    codes = set()
-    for line in Path(path).read_text(encoding="utf-8").splitlines():
-        m = _CODE_ROW.match(line.strip())
-        if m:
-            codes.add(m.group(1))
-    return codes
-
-
-def check_coded_themes(
-    path: str | Path,
-    participant_ids: set[str],
-    known_codes: set[str] | None,
-    rel: str,
-) -> list[dict[str, str]]:
-    """Return ledger rows for a coded-responses CSV (one 0/1 ``code_*`` column per code).
-
-    A row whose ``source_file`` stem (the published participant id) is not an analysed
-    participant, a ``code_*`` column or ``codes_str`` entry that is not a known code, and a code
-    value other than 0/1 are ledgered with ``file:line`` (CSV record end line). Raises
-    :class:`StudyError` if the file lacks ``source_file``.
-    """
-    import csv
-
-    out: list[dict[str, str]] = []
-    with open(path, encoding="utf-8", newline="") as fh:
-        reader = csv.DictReader(fh)
-        fields = reader.fieldnames or []
-        if "source_file" not in fields:
-            raise StudyError(f"{rel}: coded-themes file has no source_file column")
-        code_cols = [f for f in fields if f.startswith("code_")]
-        if known_codes is not None:
-            for col in code_cols:
-                if col[5:] not in known_codes:
-                    out.append(
-                        _lrow(
-                            "file",
-                            f"{rel}:1",
-                            col,
-                            f"column {col}: code {col[5:]!r} "
-                            "is not in the codebook; column ignored",
-                        )
-                    )
-        cols = {c[5:] for c in code_cols}
-        for rec in reader:
-            where = f"{rel}:{reader.line_num}"
-            stem = Path(rec.get("source_file") or "").stem
-            if stem not in participant_ids:
-                out.append(
-                    _lrow(
-                        "line",
-                        where,
-                        stem or "(empty)",
-                        f"coded response of {stem!r}, not an analysed participant",
-                    )
-                )
-                continue
-            for c in code_cols:
-                if rec[c] not in ("0", "1", "0.0", "1.0"):
-                    out.append(_lrow("line", where, stem, f"{c} = {rec[c]!r} is not 0/1"))
-            named = [x for x in (rec.get("codes_str") or "").split("|") if x]
-            for x in named:
-                if x not in cols or (known_codes is not None and x not in known_codes):
-                    out.append(_lrow("line", where, stem, f"codes_str names unknown code {x!r}"))
-    return out
-
-
-def _lrow(level: str, source: str, id_: str, reason: str) -> dict[str, str]:
-    return {"level": level, "source": source, "id": id_, "reason": reason, "action": "excluded"}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -992,10 +997,9 @@ def validate_table(df: pd.DataFrame, name: str) -> None:
 def write_ingest(result: IngestResult, out_dir: str | Path, params: dict | None = None) -> None:
     """Write every table as Parquet (CSV too for human-facing ones) plus summary.json.
 
-    Tables go through :func:`nonolab.report.provenance.write_table` (CSV + provenance sidecar).
+    Each table gets a provenance sidecar (:func:`nonolab.core.tables.write_table` for the
+    human-facing ones, :func:`nonolab.core.tables.write_parquet_table` for the others).
     """
-    from nonolab.report.provenance import provenance, write_json, write_table
-
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     for name, df in result.tables.items():
@@ -1003,15 +1007,8 @@ def write_ingest(result: IngestResult, out_dir: str | Path, params: dict | None 
             write_table(
                 df, out / f"{name}.csv", inputs=result.inputs, params=params, formats=("parquet",)
             )
-            continue
-        df.to_parquet(out / f"{name}.parquet", index=False)
-        rec = provenance(result.inputs, params)
-        rec["table"] = {
-            "file": f"{name}.parquet",
-            "rows": int(len(df)),
-            "columns": list(map(str, df.columns)),
-        }
-        write_json(rec, out / f"{name}.provenance.json")
+        else:
+            write_parquet_table(df, out / f"{name}.parquet", inputs=result.inputs, params=params)
     write_json(result.summary, out / "summary.json")
 
 
@@ -1023,7 +1020,6 @@ def read_ingest(out_dir: str | Path) -> dict[str, pd.DataFrame]:
 
 EVENT_TYPE_NAMES = tuple(EVENT_SPECS) + tuple(IGNORED_TYPES)
 __all__ = [
-    "Board",
     "IngestResult",
     "LogLineError",
     "coerce_table",

@@ -23,7 +23,7 @@ from typing import Any
 import jsonschema
 import yaml
 
-from nonolab.report.provenance import file_sha256
+from nonolab.core.hashing import file_sha256
 
 REPO = Path(__file__).resolve().parents[3]
 PRESET_DIR = REPO / "config" / "studies"

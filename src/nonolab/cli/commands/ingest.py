@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
 
@@ -24,12 +23,12 @@ def _ingest(args: argparse.Namespace) -> int:
 
 
 def _features(args: argparse.Namespace) -> int:
-    from nonolab.report.provenance import write_table
-    from nonolab.study.features import attempt_features
+    from nonolab.core.tables import write_table
+    from nonolab.study.features import attempt_features, read_pause_model
     from nonolab.study.ingest import read_ingest
 
     if args.threshold_json:
-        threshold = float(json.loads(Path(args.threshold_json).read_text())["threshold_used_s"])
+        threshold = read_pause_model(args.threshold_json).threshold_used_s
     elif args.threshold is not None:
         threshold = args.threshold
     else:

@@ -1,0 +1,103 @@
+"""Coded survey themes: check that a coded-responses file names analysed participants and
+codebook codes.
+
+The ingest runs :func:`check_coded_themes` so that its findings are rows of the exclusion ledger;
+the theme analysis (:mod:`nonolab.stats.themes`) reads the same files.
+"""
+
+from __future__ import annotations
+
+import csv
+import re
+from pathlib import Path
+
+from nonolab.study.presets import StudyError
+
+_CODE_ROW = re.compile(r"^\|\s*`([A-Z][A-Z_]*)`\s*\|")
+
+
+def codebook_codes(path: str | Path) -> set[str]:
+    """Return the codes defined in a Markdown codebook (table rows starting with a `CODE` cell)."""
+    codes = set()
+    for line in Path(path).read_text(encoding="utf-8").splitlines():
+        m = _CODE_ROW.match(line.strip())
+        if m:
+            codes.add(m.group(1))
+    return codes
+
+
+def check_coded_themes(
+    path: str | Path,
+    participant_ids: set[str],
+    known_codes: set[str] | None,
+    rel: str,
+) -> list[dict[str, str]]:
+    """Return ledger rows for a coded-responses CSV (one 0/1 ``code_*`` column per code).
+
+    A row whose ``source_file`` stem (the published participant id) is not an analysed
+    participant, a ``code_*`` column or ``codes_str`` entry that is not a known code, and a code
+    value other than 0/1 are ledgered with ``file:line`` (CSV record end line). Raises
+    :class:`StudyError` if the file lacks ``source_file``.
+    """
+    out: list[dict[str, str]] = []
+    with open(path, encoding="utf-8", newline="") as fh:
+        reader = csv.DictReader(fh)
+        fields = reader.fieldnames or []
+        if "source_file" not in fields:
+            raise StudyError(f"{rel}: coded-themes file has no source_file column")
+        code_cols = [f for f in fields if f.startswith("code_")]
+        if known_codes is not None:
+            for col in code_cols:
+                if col[5:] not in known_codes:
+                    out.append(
+                        _lrow(
+                            "file",
+                            f"{rel}:1",
+                            col,
+                            f"column {col}: code {col[5:]!r} "
+                            "is not in the codebook; column ignored",
+                        )
+                    )
+        cols = {c[5:] for c in code_cols}
+        for rec in reader:
+            where = f"{rel}:{reader.line_num}"
+            stem = Path(rec.get("source_file") or "").stem
+            if stem not in participant_ids:
+                out.append(
+                    _lrow(
+                        "line",
+                        where,
+                        stem or "(empty)",
+                        f"coded response of {stem!r}, not an analysed participant",
+                    )
+                )
+                continue
+            for c in code_cols:
+                if rec[c] not in ("0", "1", "0.0", "1.0"):
+                    out.append(_lrow("line", where, stem, f"{c} = {rec[c]!r} is not 0/1"))
+            named = [x for x in (rec.get("codes_str") or "").split("|") if x]
+            for x in named:
+                if x not in cols or (known_codes is not None and x not in known_codes):
+                    out.append(_lrow("line", where, stem, f"codes_str names unknown code {x!r}"))
+    return out
+
+
+def _lrow(level: str, source: str, id_: str, reason: str) -> dict[str, str]:
+    return {"level": level, "source": source, "id": id_, "reason": reason, "action": "excluded"}
+
+
+def coded_themes_ledger(
+    study_dir: Path, themes: dict[str, str], participant_ids: set[str]
+) -> tuple[list[dict[str, str]], Path | None]:
+    """Return the ledger rows of the study's coded-responses file and that file's path.
+
+    ``themes`` is the preset's ``themes`` mapping (``coded_responses`` and optional ``codebook``,
+    relative to ``study_dir``). Returns ``([], None)`` when the preset names no coded-responses
+    file or it does not exist; codes are checked against the codebook when it exists.
+    """
+    coded = study_dir / themes["coded_responses"] if "coded_responses" in themes else None
+    if coded is None or not coded.is_file():
+        return [], None
+    book = study_dir / themes["codebook"] if "codebook" in themes else None
+    known = codebook_codes(book) if book is not None and book.is_file() else None
+    return check_coded_themes(coded, participant_ids, known, themes["coded_responses"]), coded
