@@ -7,12 +7,9 @@ import pytest
 
 from nonolab.study.ingest import (
     TABLES,
-    TableSchemaError,
-    coerce_table,
-    table_schema,
-    validate_table,
 )
 from nonolab.study.presets import REPO, available_presets, load_preset, resolve_preset
+from nonolab.study.schemas import TableSchemaError, coerce_table, table_schema, validate_table
 
 
 def test_every_shipped_preset_validates():

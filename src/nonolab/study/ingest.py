@@ -30,13 +30,11 @@ from bisect import bisect_right
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from functools import cache, partial
+from functools import partial
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pandas as pd
-import yaml
 
 from nonolab.core.tables import write_json, write_parquet_table, write_table
 from nonolab.sat.puzzles import Puzzle, load_study_puzzles
@@ -50,7 +48,9 @@ from nonolab.study.logs import (
     UnknownEventType,
     read_log_lines,
 )
-from nonolab.study.presets import SCHEMA_DIR, Preset, StudyError, log_sources, study_file
+from nonolab.study.presets import Preset, StudyError, log_sources, study_file
+from nonolab.study.schemas import coerce_table, validate_table
+from nonolab.study.schemas import columns as _columns
 
 FREQUENCY_ORDER = {"never": 0, "few": 1, "many": 2, "regular": 3}
 EXPERTISE_ITEMS = (
@@ -64,10 +64,6 @@ EXPERTISE_ITEMS = (
 TEXT_KEYS = ("rating_reason", "strategy", "comments")
 TABLES = ("events", "attempts", "participants", "ratings", "survey_texts", "puzzles", "ledger")
 HUMAN_TABLES = ("attempts", "participants", "ratings", "ledger")
-
-
-class TableSchemaError(ValueError):
-    """A table does not match its schema in ``workflow/schemas/<table>.schema.yaml``."""
 
 
 @dataclass
@@ -867,27 +863,6 @@ def _str_or_none(v: Any) -> str | None:
 # Table schemas: workflow/schemas/<table>.schema.yaml (JSON Schema of one row).
 
 
-@cache
-def table_schema(name: str) -> dict[str, Any]:
-    """Return the row schema of table ``name`` (a JSON Schema ``object`` with properties).
-
-    Cached: callers must not modify the returned mapping.
-    """
-    return yaml.safe_load((SCHEMA_DIR / f"{name}.schema.yaml").read_text(encoding="utf-8"))
-
-
-def _columns(name: str) -> list[str]:
-    return list(table_schema(name)["properties"])
-
-
-def _types(prop: dict[str, Any]) -> tuple[str, bool]:
-    t = prop.get("type", "string")
-    ts = [t] if isinstance(t, str) else list(t)
-    nullable = "null" in ts
-    main = [x for x in ts if x != "null"]
-    return (main[0] if main else "string"), nullable
-
-
 def _events_frame_from_columns(cols: dict[str, list[Any]]) -> pd.DataFrame:
     """Return the events frame of column lists (None = missing), as :func:`_events_frame`
     builds it from row dicts (a missing key there is a missing value here)."""
@@ -902,96 +877,6 @@ def _events_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
         if c not in df:
             df[c] = None
     return df[_columns("events")]
-
-
-def coerce_table(df: pd.DataFrame, name: str) -> pd.DataFrame:
-    """Return ``df`` with the column order and dtypes its schema declares.
-
-    integer -> nullable ``Int64``, number -> ``float64``, boolean -> nullable ``boolean``,
-    string -> ``object`` of str/None, ``format: date-time`` -> ``datetime64[us, UTC]`` (microseconds, as logged).
-    """
-    schema = table_schema(name)
-    out = pd.DataFrame(index=df.index)
-    for col, prop in schema["properties"].items():
-        s = df[col] if col in df else pd.Series([None] * len(df), index=df.index)
-        typ, _ = _types(prop)
-        if prop.get("format") == "date-time":
-            out[col] = pd.to_datetime(s, utc=True).astype("datetime64[us, UTC]")
-        elif typ == "integer":
-            fast = _fast_int(s)
-            out[col] = (
-                fast
-                if fast is not None
-                else pd.array(
-                    [None if v is None or v is pd.NA or v != v else int(v) for v in s],
-                    dtype="Int64",
-                )
-            )
-        elif typ == "number":
-            out[col] = pd.to_numeric(s, errors="raise").astype("float64")
-        elif typ == "boolean" and s.dtype == np.bool_:
-            out[col] = pd.array(s.to_numpy(), dtype="boolean")
-        elif typ == "boolean":
-            out[col] = pd.array(
-                [None if v is None or v is pd.NA or v != v else bool(v) for v in s],
-                dtype="boolean",
-            )
-        elif pd.api.types.infer_dtype(s, skipna=True) in ("string", "empty"):
-            out[col] = s.astype(object).where(s.notna(), None)
-        else:
-            out[col] = pd.Series(
-                [
-                    None if v is None or v is pd.NA or (isinstance(v, float) and v != v) else str(v)
-                    for v in s
-                ],
-                index=df.index,
-                dtype=object,
-            )
-    return out.reset_index(drop=True)
-
-
-def _fast_int(s: pd.Series) -> pd.arrays.IntegerArray | None:
-    """Return the ``Int64`` array of a plain int64 column, or of a float64 column whose
-    non-missing values are finite and within int64 (truncated as ``int(v)`` does); None for
-    anything else (the caller converts value by value)."""
-    if s.dtype == np.int64:
-        return pd.array(s.to_numpy(), dtype="Int64")
-    if s.dtype != np.float64:
-        return None
-    v = s.to_numpy()
-    na = np.isnan(v)
-    ok = v[~na]
-    if not (np.isfinite(ok).all() and (np.abs(ok) < 2.0**62).all()):
-        return None
-    return pd.arrays.IntegerArray(np.where(na, 0, np.trunc(v)).astype(np.int64), na)
-
-
-def validate_table(df: pd.DataFrame, name: str) -> None:
-    """Raise :class:`TableSchemaError` if ``df`` does not match its schema.
-
-    Checks: exactly the declared columns in order; no missing values in non-nullable columns;
-    ``enum``, ``minimum`` and ``maximum`` constraints; ``unique`` keys (``x-unique``).
-    """
-    schema = table_schema(name)
-    cols = list(schema["properties"])
-    if list(df.columns) != cols:
-        raise TableSchemaError(f"table {name}: columns {list(df.columns)} != schema {cols}")
-    for col, prop in schema["properties"].items():
-        s = df[col]
-        _, nullable = _types(prop)
-        if not nullable and s.isna().any():
-            raise TableSchemaError(f"table {name}: column {col} has missing values")
-        v = s.dropna()
-        if "enum" in prop and not v.isin(prop["enum"]).all():
-            bad = sorted(set(v[~v.isin(prop["enum"])].astype(str)))[:5]
-            raise TableSchemaError(f"table {name}: column {col} has values {bad} outside enum")
-        if "minimum" in prop and (v < prop["minimum"]).any():
-            raise TableSchemaError(f"table {name}: column {col} below {prop['minimum']}")
-        if "maximum" in prop and (v > prop["maximum"]).any():
-            raise TableSchemaError(f"table {name}: column {col} above {prop['maximum']}")
-    key = schema.get("x-unique")
-    if key and df.duplicated(key).any():
-        raise TableSchemaError(f"table {name}: duplicate rows for key {key}")
 
 
 def write_ingest(result: IngestResult, out_dir: str | Path, params: dict | None = None) -> None:
@@ -1022,11 +907,9 @@ EVENT_TYPE_NAMES = tuple(EVENT_SPECS) + tuple(IGNORED_TYPES)
 __all__ = [
     "IngestResult",
     "LogLineError",
-    "coerce_table",
     "expertise_items",
     "ingest_study",
     "puzzles_table",
     "read_ingest",
-    "validate_table",
     "write_ingest",
 ]

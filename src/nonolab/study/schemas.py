@@ -1,0 +1,220 @@
+"""Table schemas: each table that crosses a stage boundary is declared once, as the JSON Schema of
+one row in ``workflow/schemas/<table>.schema.yaml``, and used for writing and for reading.
+
+* :func:`coerce_table` turns raw values (as parsed from the logs) into the declared dtypes;
+* :func:`validate_table` checks a frame against the schema with pandera (columns and order,
+  dtypes, missing values, ``enum``/``minimum``/``maximum``, unique keys ``x-unique``);
+* :func:`read_table` reads a CSV or Parquet table with its declared dtypes and validates it, so
+  scripts do not repeat ``dtype={"puzzle_id": str}``;
+* :func:`write_checked_table` validates before writing (CSV + provenance sidecar).
+
+Coercion stays a small function of ours: pandera's own coercion turns missing strings into the
+pandas ``str`` dtype and refuses mixed ISO-8601 precisions, both of which would change the
+Parquet tables (docs/decisions.md, "Table schemas").
+"""
+
+from __future__ import annotations
+
+import os
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pandera.pandas as pa
+import yaml
+from pandera.errors import SchemaError, SchemaErrors
+
+from nonolab.core.tables import write_table
+from nonolab.study.presets import SCHEMA_DIR
+
+
+class TableSchemaError(ValueError):
+    """A table does not match its schema in ``workflow/schemas/<table>.schema.yaml``."""
+
+
+@cache
+def table_schema(name: str) -> dict[str, Any]:
+    """Return the row schema of table ``name`` (a JSON Schema ``object`` with properties).
+
+    Cached: callers must not modify the returned mapping.
+    """
+    return yaml.safe_load((SCHEMA_DIR / f"{name}.schema.yaml").read_text(encoding="utf-8"))
+
+
+def columns(name: str) -> list[str]:
+    """Return the column names of table ``name`` in schema order."""
+    return list(table_schema(name)["properties"])
+
+
+def _types(prop: dict[str, Any]) -> tuple[str, bool]:
+    t = prop.get("type", "string")
+    ts = [t] if isinstance(t, str) else list(t)
+    nullable = "null" in ts
+    main = [x for x in ts if x != "null"]
+    return (main[0] if main else "string"), nullable
+
+
+def coerce_table(df: pd.DataFrame, name: str) -> pd.DataFrame:
+    """Return ``df`` with the column order and dtypes its schema declares.
+
+    integer -> nullable ``Int64``, number -> ``float64``, boolean -> nullable ``boolean``,
+    string -> ``object`` of str/None, ``format: date-time`` -> ``datetime64[us, UTC]`` (microseconds, as logged).
+    """
+    schema = table_schema(name)
+    out = pd.DataFrame(index=df.index)
+    for col, prop in schema["properties"].items():
+        s = df[col] if col in df else pd.Series([None] * len(df), index=df.index)
+        typ, _ = _types(prop)
+        if prop.get("format") == "date-time":
+            out[col] = pd.to_datetime(s, utc=True).astype("datetime64[us, UTC]")
+        elif typ == "integer":
+            fast = _fast_int(s)
+            out[col] = (
+                fast
+                if fast is not None
+                else pd.array(
+                    [None if v is None or v is pd.NA or v != v else int(v) for v in s],
+                    dtype="Int64",
+                )
+            )
+        elif typ == "number":
+            out[col] = pd.to_numeric(s, errors="raise").astype("float64")
+        elif typ == "boolean" and s.dtype == np.bool_:
+            out[col] = pd.array(s.to_numpy(), dtype="boolean")
+        elif typ == "boolean":
+            out[col] = pd.array(
+                [None if v is None or v is pd.NA or v != v else bool(v) for v in s],
+                dtype="boolean",
+            )
+        elif pd.api.types.infer_dtype(s, skipna=True) in ("string", "empty"):
+            out[col] = s.astype(object).where(s.notna(), None)
+        else:
+            out[col] = pd.Series(
+                [
+                    None if v is None or v is pd.NA or (isinstance(v, float) and v != v) else str(v)
+                    for v in s
+                ],
+                index=df.index,
+                dtype=object,
+            )
+    return out.reset_index(drop=True)
+
+
+def _fast_int(s: pd.Series) -> pd.arrays.IntegerArray | None:
+    """Return the ``Int64`` array of a plain int64 column, or of a float64 column whose
+    non-missing values are finite and within int64 (truncated as ``int(v)`` does); None for
+    anything else (the caller converts value by value)."""
+    if s.dtype == np.int64:
+        return pd.array(s.to_numpy(), dtype="Int64")
+    if s.dtype != np.float64:
+        return None
+    v = s.to_numpy()
+    na = np.isnan(v)
+    ok = v[~na]
+    if not (np.isfinite(ok).all() and (np.abs(ok) < 2.0**62).all()):
+        return None
+    return pd.arrays.IntegerArray(np.where(na, 0, np.trunc(v)).astype(np.int64), na)
+
+
+def _dtype(prop: dict[str, Any], *, reading: bool = False) -> Any:
+    """Return the pandas dtype a column of this schema property has (None: checked by value)."""
+    typ, nullable = _types(prop)
+    if prop.get("format") == "date-time":
+        return None if reading else "datetime64[us, UTC]"
+    if typ == "integer":
+        return "Int64" if nullable or not reading else "int64"
+    if typ == "number":
+        return "float64"
+    if typ == "boolean":
+        return "boolean" if nullable or not reading else "bool"
+    return None
+
+
+@cache
+def _pandera(name: str, reading: bool) -> pa.DataFrameSchema:
+    schema = table_schema(name)
+    cols = {}
+    for col, prop in schema["properties"].items():
+        checks = []
+        if "enum" in prop:
+            checks.append(pa.Check.isin(prop["enum"], error="outside enum"))
+        if "minimum" in prop:
+            checks.append(pa.Check.ge(prop["minimum"], error=f"below {prop['minimum']}"))
+        if "maximum" in prop:
+            checks.append(pa.Check.le(prop["maximum"], error=f"above {prop['maximum']}"))
+        _, nullable = _types(prop)
+        cols[col] = pa.Column(_dtype(prop, reading=reading), checks=checks, nullable=nullable)
+    return pa.DataFrameSchema(
+        cols, strict=True, ordered=True, unique=schema.get("x-unique"), name=name
+    )
+
+
+def validate_table(df: pd.DataFrame, name: str, *, reading: bool = False) -> None:
+    """Raise :class:`TableSchemaError` if ``df`` does not match the schema of table ``name``.
+
+    Checks (pandera): exactly the declared columns in order; the declared dtypes (as
+    :func:`coerce_table` makes them, or as :func:`read_table` reads them when ``reading``); no
+    missing values in non-nullable columns; ``enum``, ``minimum`` and ``maximum``; unique keys.
+    """
+    if list(df.columns) != columns(name):
+        raise TableSchemaError(
+            f"table {name}: columns {list(df.columns)} != schema {columns(name)}"
+        )
+    for col, prop in table_schema(name)["properties"].items():
+        if not _types(prop)[1] and df[col].isna().any():
+            raise TableSchemaError(f"table {name}: column {col} has missing values")
+    try:
+        _pandera(name, reading).validate(df)
+    except (SchemaError, SchemaErrors) as e:
+        key = table_schema(name).get("x-unique")
+        what = f"duplicate rows for key {key}: " if "not unique" in str(e) else ""
+        raise TableSchemaError(f"table {name}: {what}{e}") from e
+
+
+def read_table(path: str | os.PathLike, name: str) -> pd.DataFrame:
+    """Return table ``name`` read from ``path`` (``.csv`` or ``.parquet``), validated.
+
+    CSV columns get the declared dtypes: strings stay strings (``"007"`` is not 7), integers
+    ``int64`` (``Int64`` when nullable), numbers ``float64``, booleans ``bool`` (``boolean``
+    when nullable), date-times UTC. Raises :class:`TableSchemaError` when the file does not
+    match the schema.
+    """
+    path = Path(path)
+    props = table_schema(name)["properties"]
+    if path.suffix == ".parquet":
+        df = pd.read_parquet(path)
+        validate_table(df, name)
+        return df
+    strings = {c: str for c, p in props.items() if _dtype(p) is None}
+    df = pd.read_csv(path, dtype=strings, keep_default_na=True)
+    for col, prop in props.items():
+        dt = _dtype(prop, reading=True)
+        if col in df and dt is not None and str(df[col].dtype) != dt:
+            try:
+                df[col] = df[col].astype(dt)
+            except (TypeError, ValueError) as e:
+                raise TableSchemaError(f"table {name} ({path}): column {col}: {e}") from e
+        elif col in df and prop.get("format") == "date-time":
+            df[col] = pd.to_datetime(df[col], utc=True).astype("datetime64[us, UTC]")
+    validate_table(df, name, reading=True)
+    return df
+
+
+def write_checked_table(df: pd.DataFrame, path: str | os.PathLike, name: str, **kw: Any) -> None:
+    """Validate ``df`` against the schema of table ``name`` (as read back from CSV) and write it
+    with :func:`nonolab.core.tables.write_table` (``kw``: its provenance and format options)."""
+    validate_table(df, name, reading=True)
+    write_table(df, path, **kw)
+
+
+__all__ = [
+    "TableSchemaError",
+    "coerce_table",
+    "columns",
+    "read_table",
+    "table_schema",
+    "validate_table",
+    "write_checked_table",
+]
