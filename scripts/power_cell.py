@@ -4,7 +4,7 @@ import logging
 import time
 
 from nonolab.report.provenance import write_table
-from nonolab.stats.power import power_table
+from nonolab.sim.power import power_table
 
 logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, format="%(message)s", force=True)
 log = logging.getLogger("power_cell")

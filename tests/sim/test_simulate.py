@@ -1,4 +1,4 @@
-"""Tests of the study simulator (nonolab.sim.simulate) and ``nonolab simulate``."""
+"""Tests of the study simulator (nonolab.sim) and ``nonolab simulate``."""
 
 from __future__ import annotations
 
@@ -15,22 +15,17 @@ from hypothesis import strategies as st
 from scipy import stats
 
 from nonolab.cli import main
-from nonolab.sim.simulate import (
-    CODED_FILE,
+from nonolab.sim.events import pre_survey, simulate_study
+from nonolab.sim.model import (
     FAULTS,
-    GROUND_TRUTH,
-    LOG_DIR,
-    PUZZLE_FILE,
     GapMixture,
     SimParams,
     cut_rating,
     expected_rating,
     ordered_triples,
-    pre_survey,
     rating_scale_slope,
-    simulate_study,
-    write_study,
 )
+from nonolab.sim.writer import CODED_FILE, GROUND_TRUTH, LOG_DIR, PUZZLE_FILE, write_study
 
 SMALL = SimParams(n_participants=5, n_puzzles=3, height=6, width=6, filled=18)
 
