@@ -22,7 +22,6 @@ with tempfile.TemporaryDirectory() as tmp:
         pipeline_studies=int(cfg["pipeline_studies"]),
         log=log.info,
     )
-rec.pop("wall_time_s", None)  # the record stays byte-identical across reruns
 write_json(rec, snakemake.output.record)
 write_table(
     recovery_criteria_table(rec),

@@ -60,6 +60,10 @@ class PowerDesign:
     rho_true: float
 
 
+#: how :func:`cell_seed` derives a cell's seed (for provenance records)
+CELL_SEED_RULE = "SeedSequence([seed, n_puzzles, n_participants, round(1000 * rho)])"
+
+
 def cell_seed(
     seed: int, n_puzzles: int, n_participants: int, rho_true: float
 ) -> np.random.SeedSequence:
