@@ -26,9 +26,14 @@ from nonolab.sim.model import SimParams
 from nonolab.sim.writer import GROUND_TRUTH, write_study
 from nonolab.stats import mixed_models
 from nonolab.stats.mixed_models import reml_fit_arrays
-from nonolab.stats.pauses import PUBLISHED_EM_TOL, em_tolerance, fit_pause_model
+from nonolab.stats.pauses import (
+    PUBLISHED_EM_TOL,
+    em_tolerance,
+    fit_pause_model,
+    threshold_used,
+)
 from nonolab.stats.ranking import fit_log_strengths, pairwise_comparisons
-from nonolab.study.features import interaction_gaps
+from nonolab.study.features import attempt_features, interaction_gaps
 from nonolab.study.ingest import ingest_study
 from nonolab.study.presets import resolve_preset
 
@@ -96,32 +101,34 @@ def _t_interval(est: float, se: float, df: float, truth: float) -> dict[str, Any
 def recover_study(study_dir: str | Path, truth: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """Return what the pipeline recovers from a simulated study, next to the truth.
 
-    Runs the pipeline's library functions: :func:`nonolab.study.ingest.ingest_study` (``default``
-    preset); :func:`nonolab.study.features.interaction_gaps` and :func:`nonolab.stats.pauses.fit_pause_model`
-    (``threshold_est_s``, seconds, with the pipeline's default EM tolerance, run to
-    convergence; ``threshold_published_em_s`` with the published fit's scikit-learn defaults,
-    ``tol`` 1e-3 and 100 iterations); :func:`nonolab.stats.ranking.pairwise_comparisons` and
-    :func:`nonolab.stats.ranking.fit_log_strengths` (``bt_spearman``: Spearman of the Bradley-Terry
-    strengths with the true latent difficulty; ``mean_rating_spearman`` likewise for mean final
-    ratings); :func:`nonolab.stats.mixed_models.fit_crossed` for
-    ``final_difficulty ~ metric_z + (1 | participant) + (1 | puzzle)`` (REML) with a 95% t
-    interval on Satterthwaite df (:func:`nonolab.stats.mixed_models.satterthwaite_df`). ``metric_z``
-    is the true standardised ``log1p`` metric of each puzzle, joined by ``puzzle_hash``.
+    Runs the library functions of the pipeline's rules with their default settings, in order:
+    ``ingest`` (:func:`nonolab.study.ingest.ingest_study`, ``default`` preset); ``pauses``
+    (:func:`nonolab.study.features.interaction_gaps`, :func:`nonolab.stats.pauses.fit_pause_model`
+    with :func:`~nonolab.stats.pauses.em_tolerance` ``auto`` and
+    :func:`~nonolab.stats.pauses.threshold_used` ``auto``: ``threshold_est_s``, seconds; plus
+    ``threshold_published_em_s`` with the published fit's scikit-learn defaults, ``tol`` 1e-3
+    and 100 iterations); ``features`` (:func:`nonolab.study.features.attempt_features` at the
+    threshold used); ``ranking`` (:func:`ranking_recovery` on the attempts' final ratings:
+    ``bt_spearman``, ``mean_rating_spearman``); and the crossed mixed model
+    ``final_difficulty ~ metric_z + (1 | participant) + (1 | puzzle)``
+    (:func:`nonolab.stats.mixed_models.fit_crossed`, REML) with a 95% t interval on
+    Satterthwaite df (:func:`nonolab.stats.mixed_models.satterthwaite_df`). ``metric_z`` is
+    the true standardised ``log1p`` metric of each puzzle, joined by ``puzzle_hash``.
     """
     study_dir = Path(study_dir)
     if truth is None:
         truth = json.loads((study_dir / GROUND_TRUTH).read_text(encoding="utf-8"))
     preset = resolve_preset(study_dir, "default")
-    res = ingest_study(study_dir, preset)
-    gaps = interaction_gaps(res.tables["events"])["gap_s"].to_numpy()
-    # the pipeline's pause fit (rule pauses, config defaults): EM tolerance "auto"
-    pm = fit_pause_model(
-        gaps, tol=em_tolerance("auto", preset.get("published", {}).get("pause_em_tol"))
-    )
-    true_puz = pd.DataFrame(truth["puzzles"])[["puzzle_hash", "difficulty", "metric_z"]]
-    ratings = res.tables["ratings"][["participant_id", "puzzle_hash", "final_difficulty"]]
+    published = preset.get("published", {})
+    tables = ingest_study(study_dir, preset).tables
+    gaps = interaction_gaps(tables["events"])["gap_s"].to_numpy()
+    pm = fit_pause_model(gaps, tol=em_tolerance("auto", published.get("pause_em_tol")))
+    used_s, _ = threshold_used(pm, "auto", published.get("pause_threshold_s"))
+    attempts = attempt_features(tables, used_s)
+    ratings = attempts[["participant_id", "puzzle_hash", "final_difficulty"]]
     ratings = ratings.dropna(subset=["final_difficulty"])
-    data = ratings.merge(true_puz[["puzzle_hash", "metric_z"]], on="puzzle_hash", how="left")
+    true_z = pd.DataFrame(truth["puzzles"])[["puzzle_hash", "metric_z"]]
+    data = ratings.merge(true_z, on="puzzle_hash", how="left", validate="many_to_one")
     fit = mixed_models.fit_crossed(data, "final_difficulty ~ metric_z")
     df = float(mixed_models.satterthwaite_df(fit, "metric_z"))
     thr_true = float(truth["pause_threshold_s"])
