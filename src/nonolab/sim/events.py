@@ -131,7 +131,13 @@ def _guess_answer(severity: float, rng: np.random.Generator) -> str:
     return GUESS_LEVELS[int(np.searchsorted((0.3, 1.3, 2.6), x))]
 
 
-def _codes(prev: Mapping[str, float], effects: Mapping[str, float], shift: float, rng) -> list[str]:
+def _codes(
+    prev: Mapping[str, float],
+    effects: Mapping[str, float],
+    shift: float,
+    rng: np.random.Generator,
+) -> list[str]:
+    """Return the codes present: each with log-odds ``logit(prev) + effect * shift``."""
     out = []
     for code, p in prev.items():
         lo = math.log(p / (1 - p)) + effects.get(code, 0.0) * shift
@@ -140,7 +146,10 @@ def _codes(prev: Mapping[str, float], effects: Mapping[str, float], shift: float
     return out
 
 
-def _text(codes: Sequence[str], bank: Mapping[str, Any], rng, empty: str) -> str:
+def _text(
+    codes: Sequence[str], bank: Mapping[str, Any], rng: np.random.Generator, empty: str
+) -> str:
+    """Return one sentence joining a phrase per code (``empty`` when there is no code)."""
     parts = []
     for c in codes:
         opts = bank[c]
