@@ -3,10 +3,10 @@
     .venv/bin/python benchmarks/recovery_bench.py                  # results/bench/recovery.json
     .venv/bin/python benchmarks/recovery_bench.py --replications 10 --pipeline-studies 1  # quick
 
-Criteria (tracker issue 5): pause threshold within 10% of the true mixture crossing; Bradley-Terry
+Criteria: pause threshold within 10% of the true mixture crossing; Bradley-Terry
 ranking Spearman >= 0.9 with the true difficulty (200 participants); 95% intervals of the metric
 slope in the crossed mixed model cover the truth in >= 90% of 50 seeded replications; and a
-false-positive rate near 5% when the true slope is 0. See :func:`nonolab.sim.simulate.
+false-positive rate near 5% when the true slope is 0. See :func:`nonolab.sim.recovery.
 recovery_benchmark`. The same computation is the Snakemake target ``recovery``.
 """
 
@@ -21,7 +21,7 @@ from pathlib import Path
 import yaml
 
 from nonolab.report.provenance import write_json
-from nonolab.sim.simulate import recovery_benchmark
+from nonolab.sim.recovery import recovery_benchmark
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -15,16 +15,10 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from nonolab.sim.simulate import (
-    GROUND_TRUTH,
-    SimParams,
-    simulate_study,
-    slope_fit,
-    slope_replications,
-    slope_summary,
-    truth_ratings,
-    write_study,
-)
+from nonolab.sim.events import simulate_study
+from nonolab.sim.model import SimParams
+from nonolab.sim.recovery import slope_fit, slope_replications, slope_summary, truth_ratings
+from nonolab.sim.writer import CODED_FILE, GROUND_TRUTH, write_study
 
 
 def _ingest(study_dir):
@@ -111,7 +105,6 @@ def test_bt_ranking_recovered_with_200_participants(study200):
 
 
 def test_theme_effects_recovered_by_theme_tests(study200):
-    from nonolab.sim.simulate import CODED_FILE
     from nonolab.stats.themes import (
         code_tests,
         load_coded_responses,

@@ -1,6 +1,6 @@
 """The report's recovery table states each target, its measured value, pass flag and seed."""
 
-from nonolab.sim.simulate import recovery_criteria_table
+from nonolab.sim.recovery import recovery_criteria_table
 
 
 def _record(bt_met: bool) -> dict:

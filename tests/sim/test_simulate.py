@@ -1,4 +1,4 @@
-"""Tests of the study simulator (nonolab.sim.simulate) and ``nonolab simulate``."""
+"""Tests of the study simulator (nonolab.sim) and ``nonolab simulate``."""
 
 from __future__ import annotations
 
@@ -15,22 +15,18 @@ from hypothesis import strategies as st
 from scipy import stats
 
 from nonolab.cli import main
-from nonolab.sim.simulate import (
-    CODED_FILE,
+from nonolab.sim.events import pre_survey, simulate_study
+from nonolab.sim.model import (
     FAULTS,
-    GROUND_TRUTH,
-    LOG_DIR,
-    PUZZLE_FILE,
     GapMixture,
     SimParams,
     cut_rating,
     expected_rating,
+    generate_unique_puzzles,
     ordered_triples,
-    pre_survey,
     rating_scale_slope,
-    simulate_study,
-    write_study,
 )
+from nonolab.sim.writer import CODED_FILE, GROUND_TRUTH, LOG_DIR, PUZZLE_FILE, write_study
 
 SMALL = SimParams(n_participants=5, n_puzzles=3, height=6, width=6, filled=18)
 
@@ -178,6 +174,23 @@ def test_params_are_validated():
         SimParams(n_puzzles=2)
     with pytest.raises(ValueError, match="unknown codes"):
         SimParams(theme_effects={"NOPE": 1.0})
+
+
+def test_puzzles_are_the_sat_generators_draws():
+    from nonolab.sat.generate import random_unique_puzzles
+
+    got = generate_unique_puzzles(4, 6, 6, 18, np.random.default_rng(5))
+    ref = list(random_unique_puzzles(4, 6, 6, 18, np.random.default_rng(5)))
+    assert [p.hash for p in got] == [p.hash for p in ref]
+    assert [p.label for p in got] == ["0", "1", "2", "3"]
+
+
+def test_puzzles_are_distinct_and_the_budget_is_finite():
+    # a 2x2 grid with one filled cell: 4 puzzles, all unique; a fifth distinct one does not exist
+    got = generate_unique_puzzles(4, 2, 2, 1, np.random.default_rng(0))
+    assert len({p.hash for p in got}) == 4
+    with pytest.raises(ValueError, match="distinct unique"):
+        generate_unique_puzzles(5, 2, 2, 1, np.random.default_rng(0), max_tries=50)
 
 
 # ---------------------------------------------------------------- the written study

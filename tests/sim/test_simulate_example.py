@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from nonolab.sim.simulate import SimParams, simulate_study, write_study
+from nonolab.sim.events import simulate_study
+from nonolab.sim.model import SimParams
+from nonolab.sim.writer import write_study
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "data" / "example-study"

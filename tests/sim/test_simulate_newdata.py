@@ -19,7 +19,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from nonolab.sim.simulate import LOG_DIR, SimParams, simulate_study, write_study
+from nonolab.sim.events import simulate_study
+from nonolab.sim.model import SimParams
+from nonolab.sim.writer import LOG_DIR, write_study
 
 REPO = Path(__file__).resolve().parents[2]
 TARGETS = ["results/ingest/summary.json", "results/sat/metrics.csv", "results/tables/power.csv"]

@@ -1,5 +1,5 @@
 # Stage: simulate. Power analysis of the study design (METHODS 8 under the study's design) and
-# parameter recovery on simulated studies. Library: nonolab.stats.power, nonolab.sim.simulate.
+# parameter recovery on simulated studies. Library: nonolab.sim.power, nonolab.sim.recovery.
 #
 # power_cell runs one (puzzles, participants) design cell: a cluster runs the cells in parallel;
 # power_merge gathers them into results/tables/power.csv, power_figure draws it.

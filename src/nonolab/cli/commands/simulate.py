@@ -6,14 +6,9 @@ import argparse
 import json
 from pathlib import Path
 
-from nonolab.sim.simulate import (
-    FAULTS,
-    METRICS,
-    SimParams,
-    params_from_mapping,
-    simulate_study,
-    write_study,
-)
+from nonolab.sim.events import simulate_study
+from nonolab.sim.model import FAULTS, METRICS, SimParams, params_from_mapping
+from nonolab.sim.writer import write_study
 
 
 def _size(text: str) -> tuple[int, int]:

@@ -11,7 +11,7 @@ STUDY_DESIGN = (6, 67)  # puzzles, participants of the public study
 
 
 def power_figure(table: pd.DataFrame, alpha: float | None = None) -> Figure:
-    """Return the power figure of a ``power.csv`` table (:data:`nonolab.stats.power.POWER_COLUMNS`).
+    """Return the power figure of a ``power.csv`` table (:data:`nonolab.sim.power.POWER_COLUMNS`).
 
     One panel per true rho; x = number of puzzles (log scale), y = power; one colour per number
     of participants; solid = Bradley-Terry, dashed = mean rating. The study's design is ringed.

@@ -1,4 +1,4 @@
-"""Tests of the power analysis (nonolab.stats.power) and its figure."""
+"""Tests of the power analysis (nonolab.sim.power, nonolab.stats.power) and its figure."""
 
 from __future__ import annotations
 
@@ -9,18 +9,9 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from nonolab.sim.simulate import SimParams
-from nonolab.stats.power import (
-    POWER_COLUMNS,
-    PowerDesign,
-    bt_scores,
-    mean_scores,
-    pearson_for_spearman,
-    power_cell,
-    power_table,
-    simulate_ratings,
-    spearman_test,
-)
+from nonolab.sim.model import SimParams
+from nonolab.sim.power import POWER_COLUMNS, PowerDesign, power_cell, power_table, simulate_ratings
+from nonolab.stats.power import bt_scores, mean_scores, pearson_for_spearman, spearman_test
 
 
 def test_pearson_for_spearman_hand_values_and_monte_carlo():
