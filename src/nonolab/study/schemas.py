@@ -123,13 +123,20 @@ def _dtype(prop: dict[str, Any], *, reading: bool = False) -> Any:
     typ, nullable = _types(prop)
     if prop.get("format") == "date-time":
         return None if reading else "datetime64[us, UTC]"
+    if typ == "integer" and reading and nullable:
+        return None  # as pandas reads it: int64, or float64 holding whole numbers when missing
     if typ == "integer":
-        return "Int64" if nullable or not reading else "int64"
+        return "int64" if reading else "Int64"
     if typ == "number":
         return "float64"
     if typ == "boolean":
         return "boolean" if nullable or not reading else "bool"
     return None
+
+
+def _whole(s: pd.Series) -> bool:
+    v = pd.to_numeric(s.dropna(), errors="coerce")
+    return bool(v.notna().all() and (v == v.round()).all())
 
 
 @cache
@@ -144,7 +151,9 @@ def _pandera(name: str, reading: bool) -> pa.DataFrameSchema:
             checks.append(pa.Check.ge(prop["minimum"], error=f"below {prop['minimum']}"))
         if "maximum" in prop:
             checks.append(pa.Check.le(prop["maximum"], error=f"above {prop['maximum']}"))
-        _, nullable = _types(prop)
+        typ, nullable = _types(prop)
+        if typ == "integer" and _dtype(prop, reading=reading) is None:
+            checks.append(pa.Check(_whole, element_wise=False, error="not whole numbers"))
         cols[col] = pa.Column(_dtype(prop, reading=reading), checks=checks, nullable=nullable)
     return pa.DataFrameSchema(
         cols, strict=True, ordered=True, unique=schema.get("x-unique"), name=name
@@ -166,7 +175,7 @@ def validate_table(df: pd.DataFrame, name: str, *, reading: bool = False) -> Non
         if not _types(prop)[1] and df[col].isna().any():
             raise TableSchemaError(f"table {name}: column {col} has missing values")
     try:
-        _pandera(name, reading).validate(df)
+        _pandera(name, reading).validate(df.reset_index(drop=True))
     except (SchemaError, SchemaErrors) as e:
         key = table_schema(name).get("x-unique")
         what = f"duplicate rows for key {key}: " if "not unique" in str(e) else ""
@@ -177,7 +186,7 @@ def read_table(path: str | os.PathLike, name: str) -> pd.DataFrame:
     """Return table ``name`` read from ``path`` (``.csv`` or ``.parquet``), validated.
 
     CSV columns get the declared dtypes: strings stay strings (``"007"`` is not 7), integers
-    ``int64`` (``Int64`` when nullable), numbers ``float64``, booleans ``bool`` (``boolean``
+    ``int64`` (when nullable: as pandas reads them, checked to be whole numbers), numbers ``float64``, booleans ``bool`` (``boolean``
     when nullable), date-times UTC. Raises :class:`TableSchemaError` when the file does not
     match the schema.
     """
