@@ -3,9 +3,9 @@
 import logging
 from pathlib import Path
 
-from nonolab.core.tables import write_table
 from nonolab.study.features import attempt_features, read_pause_model
 from nonolab.study.ingest import read_ingest
+from nonolab.study.schemas import write_checked_table
 
 logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, format="%(message)s")
 log = logging.getLogger("features")
@@ -15,9 +15,10 @@ keep = bool(snakemake.params.keep_initial_rating_sentinel)
 log.info("pause threshold %.6g s; keep initial rating sentinel: %s", threshold_s, keep)
 tables = read_ingest(Path(snakemake.input.tables[0]).parent)
 features = attempt_features(tables, threshold_s, keep_initial_rating_sentinel=keep)
-write_table(
+write_checked_table(
     features,
     snakemake.output.csv,
+    "features",
     inputs=list(snakemake.input),
     params={"threshold_used_s": threshold_s, "keep_initial_rating_sentinel": keep},
     formats=("csv", "parquet"),

@@ -118,19 +118,26 @@ def _fast_int(s: pd.Series) -> pd.arrays.IntegerArray | None:
     return pd.arrays.IntegerArray(np.where(na, 0, np.trunc(v)).astype(np.int64), na)
 
 
-def _dtype(prop: dict[str, Any], *, reading: bool = False) -> Any:
-    """Return the pandas dtype a column of this schema property has (None: checked by value)."""
+Mode = str  # "coerced" (as coerce_table makes it), "read" (as read_table reads it), "write"
+
+
+def _dtype(prop: dict[str, Any], mode: Mode = "coerced") -> Any:
+    """Return the pandas dtype a column of this schema property has in ``mode`` (None: checked
+    by value). Before writing only values count: an ``Int64`` and an ``int64`` column give the
+    same CSV text."""
     typ, nullable = _types(prop)
+    if mode == "write" and typ in ("integer", "boolean"):
+        return None
     if prop.get("format") == "date-time":
-        return None if reading else "datetime64[us, UTC]"
-    if typ == "integer" and reading and nullable:
+        return "datetime64[us, UTC]" if mode == "coerced" else None
+    if typ == "integer" and mode == "read" and nullable:
         return None  # as pandas reads it: int64, or float64 holding whole numbers when missing
     if typ == "integer":
-        return "int64" if reading else "Int64"
+        return "int64" if mode == "read" else "Int64"
     if typ == "number":
         return "float64"
     if typ == "boolean":
-        return "boolean" if nullable or not reading else "bool"
+        return "bool" if mode == "read" and not nullable else "boolean"
     return None
 
 
@@ -139,8 +146,12 @@ def _whole(s: pd.Series) -> bool:
     return bool(v.notna().all() and (v == v.round()).all())
 
 
+def _boolean(s: pd.Series) -> bool:
+    return bool(s.dropna().isin([True, False]).all())
+
+
 @cache
-def _pandera(name: str, reading: bool) -> pa.DataFrameSchema:
+def _pandera(name: str, mode: Mode) -> pa.DataFrameSchema:
     schema = table_schema(name)
     cols = {}
     for col, prop in schema["properties"].items():
@@ -152,19 +163,23 @@ def _pandera(name: str, reading: bool) -> pa.DataFrameSchema:
         if "maximum" in prop:
             checks.append(pa.Check.le(prop["maximum"], error=f"above {prop['maximum']}"))
         typ, nullable = _types(prop)
-        if typ == "integer" and _dtype(prop, reading=reading) is None:
-            checks.append(pa.Check(_whole, element_wise=False, error="not whole numbers"))
-        cols[col] = pa.Column(_dtype(prop, reading=reading), checks=checks, nullable=nullable)
+        dtype = _dtype(prop, mode)
+        if typ == "integer" and dtype is None:
+            checks.append(pa.Check(_whole, error="not whole numbers"))
+        if typ == "boolean" and dtype is None:
+            checks.append(pa.Check(_boolean, error="not true/false"))
+        cols[col] = pa.Column(dtype, checks=checks, nullable=nullable)
     return pa.DataFrameSchema(
         cols, strict=True, ordered=True, unique=schema.get("x-unique"), name=name
     )
 
 
-def validate_table(df: pd.DataFrame, name: str, *, reading: bool = False) -> None:
+def validate_table(df: pd.DataFrame, name: str, *, mode: Mode = "coerced") -> None:
     """Raise :class:`TableSchemaError` if ``df`` does not match the schema of table ``name``.
 
-    Checks (pandera): exactly the declared columns in order; the declared dtypes (as
-    :func:`coerce_table` makes them, or as :func:`read_table` reads them when ``reading``); no
+    Checks (pandera): exactly the declared columns in order; the declared dtypes (``mode``
+    "coerced": as :func:`coerce_table` makes them; "read": as :func:`read_table` reads them;
+    "write": only the values, as they will be written); no
     missing values in non-nullable columns; ``enum``, ``minimum`` and ``maximum``; unique keys.
     """
     if list(df.columns) != columns(name):
@@ -175,7 +190,7 @@ def validate_table(df: pd.DataFrame, name: str, *, reading: bool = False) -> Non
         if not _types(prop)[1] and df[col].isna().any():
             raise TableSchemaError(f"table {name}: column {col} has missing values")
     try:
-        _pandera(name, reading).validate(df.reset_index(drop=True))
+        _pandera(name, mode).validate(df.reset_index(drop=True))
     except (SchemaError, SchemaErrors) as e:
         key = table_schema(name).get("x-unique")
         what = f"duplicate rows for key {key}: " if "not unique" in str(e) else ""
@@ -196,10 +211,10 @@ def read_table(path: str | os.PathLike, name: str) -> pd.DataFrame:
         df = pd.read_parquet(path)
         validate_table(df, name)
         return df
-    strings = {c: str for c, p in props.items() if _dtype(p) is None}
+    strings = {c: str for c, p in props.items() if _types(p)[0] == "string" and not p.get("format")}
     df = pd.read_csv(path, dtype=strings, keep_default_na=True)
     for col, prop in props.items():
-        dt = _dtype(prop, reading=True)
+        dt = _dtype(prop, "read")
         if col in df and dt is not None and str(df[col].dtype) != dt:
             try:
                 df[col] = df[col].astype(dt)
@@ -207,14 +222,14 @@ def read_table(path: str | os.PathLike, name: str) -> pd.DataFrame:
                 raise TableSchemaError(f"table {name} ({path}): column {col}: {e}") from e
         elif col in df and prop.get("format") == "date-time":
             df[col] = pd.to_datetime(df[col], utc=True).astype("datetime64[us, UTC]")
-    validate_table(df, name, reading=True)
+    validate_table(df, name, mode="read")
     return df
 
 
 def write_checked_table(df: pd.DataFrame, path: str | os.PathLike, name: str, **kw: Any) -> None:
     """Validate ``df`` against the schema of table ``name`` (as read back from CSV) and write it
     with :func:`nonolab.core.tables.write_table` (``kw``: its provenance and format options)."""
-    validate_table(df, name, reading=True)
+    validate_table(df, name, mode="write")
     write_table(df, path, **kw)
 
 
