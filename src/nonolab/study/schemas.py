@@ -126,7 +126,7 @@ def _dtype(prop: dict[str, Any], mode: Mode = "coerced") -> Any:
     by value). Before writing only values count: an ``Int64`` and an ``int64`` column give the
     same CSV text."""
     typ, nullable = _types(prop)
-    if mode == "write" and typ in ("integer", "boolean"):
+    if mode == "write" and typ in ("integer", "boolean", "number"):
         return None
     if prop.get("format") == "date-time":
         return "datetime64[us, UTC]" if mode == "coerced" else None
@@ -144,6 +144,10 @@ def _dtype(prop: dict[str, Any], mode: Mode = "coerced") -> Any:
 def _whole(s: pd.Series) -> bool:
     v = pd.to_numeric(s.dropna(), errors="coerce")
     return bool(v.notna().all() and (v == v.round()).all())
+
+
+def _numeric(s: pd.Series) -> bool:
+    return bool(pd.to_numeric(s.dropna(), errors="coerce").notna().all())
 
 
 def _boolean(s: pd.Series) -> bool:
@@ -166,6 +170,8 @@ def _pandera(name: str, mode: Mode) -> pa.DataFrameSchema:
         dtype = _dtype(prop, mode)
         if typ == "integer" and dtype is None:
             checks.append(pa.Check(_whole, error="not whole numbers"))
+        if typ == "number" and dtype is None:
+            checks.append(pa.Check(_numeric, error="not numbers"))
         if typ == "boolean" and dtype is None:
             checks.append(pa.Check(_boolean, error="not true/false"))
         cols[col] = pa.Column(dtype, checks=checks, nullable=nullable)
