@@ -10,6 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from nonolab.measure.tables import stats_table
 from nonolab.sat.encodings import ENCODINGS, get_encoding
 from nonolab.sat.puzzles import Puzzle, line_clue, satisfies
 from nonolab.sat.solvers import (
@@ -20,7 +21,6 @@ from nonolab.sat.solvers import (
     run_solver,
     solve_puzzle,
     solver_record,
-    stats_table,
     uniqueness,
 )
 
@@ -219,7 +219,7 @@ def test_every_encoding_decodes_to_same_clues(seed, h, w, density):
 
 
 def test_metrics_and_uniqueness_tables():
-    from nonolab.sat.solvers import metrics_and_timings, uniqueness_table
+    from nonolab.measure.tables import metrics_and_timings, uniqueness_table
 
     ps = [Puzzle.from_grid(((1, 0), (0, 1)), label="diag"), _random_puzzle(6, 5)]
     ps[1] = Puzzle(ps[1].rows, ps[1].cols, solution=ps[1].solution, label="r")
@@ -237,8 +237,8 @@ def test_metrics_and_uniqueness_tables():
 
 @pytest.mark.study
 def test_published_statistics_parser_and_check(study_dir):
+    from nonolab.measure.tables import compare_published, parse_solver_statistics
     from nonolab.sat.puzzles import load_study_puzzles
-    from nonolab.sat.solvers import compare_published, parse_solver_statistics
 
     pub = parse_solver_statistics(study_dir / "solver_statistics.txt")
     assert len(pub) == 18
@@ -266,9 +266,9 @@ def test_uniqueness_random_5x5_brute_force(seed, density):
 
 @pytest.mark.study
 def test_study_history_non_unique_and_refused(study_dir):
+    from nonolab.measure.tables import uniqueness_table
     from nonolab.sat.formats import read_puzzles
     from nonolab.sat.puzzles import PuzzleError
-    from nonolab.sat.solvers import uniqueness_table
 
     # the earlier, unserved puzzle file: some puzzles are not unique (METHODS 1) -> reported;
     # every encoding x a second solver agrees, and both grids of "multiple" satisfy the clues

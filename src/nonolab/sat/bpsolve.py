@@ -326,9 +326,10 @@ def decimate(
     loaded with a CNF of the puzzle restricted to ``state`` whose variable ``r * width + c + 1``
     is cell (r, c) (e.g. :func:`nonolab.sat.fastsolve.remaining_encoding`); ``deadline``: a
     ``time.perf_counter()`` value; ``max_checks``: give up after this many CDCL checks;
-    ``seed``: None guesses the round's most polarised cells (deterministic), an integer guesses
-    a random share of them instead (:data:`SEED_POOL`; the same seed gives the same run), so
-    that restarts take different paths.
+    ``seed``: None guesses the round's most polarised cells (deterministic; equally polarised
+    cells in row-major order), an integer guesses a random share of them instead
+    (:data:`SEED_POOL`; the same seed gives the same run), so that restarts take different
+    paths.
 
     Returns ``(True, model)`` when a check found a model (the caller decodes and verifies it;
     the solver still holds it), ``(False, None)`` when the solver refuted the CNF under no
@@ -411,7 +412,9 @@ def decimate(
         pol = np.where(known < 0, np.abs(bel - 0.5), -1)
         n_unknown = int((known < 0).sum())
         k = max(1, int(frac * n_unknown))
-        order = np.argsort(-pol, axis=None)
+        # stable: cells of equal polarisation in row-major order (numpy's default sort orders
+        # ties by CPU and version, which would make the path machine-dependent)
+        order = np.argsort(-pol, axis=None, kind="stable")
         if rng is None:
             picks = order[:k]
         else:  # k of the SEED_POOL * k most polarised, still in order of polarisation

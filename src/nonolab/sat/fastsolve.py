@@ -31,7 +31,6 @@ from __future__ import annotations
 import contextlib
 import gc
 import itertools
-import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -54,13 +53,10 @@ from nonolab.sat.linesolver import (
     propagate,
 )
 from nonolab.sat.puzzles import Grid, Puzzle, check_solution
+from nonolab.sat.solvers import Watchdog, solve_limited
 
 if TYPE_CHECKING:  # imported lazily, where the fallback runs
     from nonolab.sat.bpsolve import DecimationStats
-
-#: conflicts per solve slice when a timeout is set (CaDiCaL cannot be interrupted from python-sat,
-#: so a timeout is enforced between slices of this many conflicts)
-SLICE_CONFLICTS = 2000
 
 #: CaDiCaL 1.9.5 options used by default (python-sat ``configure``): stable-mode search only and
 #: no bounded variable elimination. On two disjoint 40-puzzle samples of TAAI 2011 this cut
@@ -221,86 +217,6 @@ def remaining_encoding(puzzle: Puzzle, state: GridState, encoding: str = "order"
             raise Contradiction(f"column {c}")
         cpl.append(pl)
     return encode_order(puzzle, known=known, row_placements=rpl, col_placements=cpl)
-
-
-#: python-sat solvers whose search can be interrupted from another thread (``interrupt()``):
-#: for them a timeout is one ``solve_limited`` call stopped by a timer, because slicing the
-#: search (below) restarts MiniSat's restart schedule at every slice and was measured to cost
-#: up to 25x more conflicts on TAAI puzzles (docs/decisions.md)
-INTERRUPTIBLE = frozenset(
-    {"minisat22", "msat22", "m22", "glucose3", "g3", "glucose4", "g4", "glucose42", "g42"}
-)
-
-
-class _Watchdog:
-    """A timer that interrupts ``s`` at ``clock``'s deadline (a solver of
-    :data:`INTERRUPTIBLE`; otherwise, or without a deadline, it does nothing), for one call or
-    for all the calls on one solver: a thread per call cost ~1 ms a puzzle on TAAI, where a
-    solve makes up to eight calls (six guided stages, the plain search, the uniqueness check).
-    Leaving it stops the timer and clears the interrupt flag."""
-
-    def __init__(self, s: Solver, clock: _Clock, name: str) -> None:
-        self.active = name in INTERRUPTIBLE and clock.deadline is not None
-        self._solver = s
-        self._timer: threading.Timer | None = None
-        if self.active and clock.deadline is not None:
-            remaining = max(clock.deadline - time.perf_counter(), 0.0)
-            self._timer = threading.Timer(remaining, s.interrupt)
-            self._timer.daemon = True
-            self._timer.start()
-
-    def __enter__(self) -> _Watchdog:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer.join()  # a timer already firing finishes before the flag is cleared
-            self._solver.clear_interrupt()
-
-
-def _solve_limited(
-    s: Solver,
-    clock: _Clock,
-    conflict_budget: int | None,
-    name: str = "",
-    assumptions: Sequence[int] = (),
-    watchdog: _Watchdog | None = None,
-) -> bool | None:
-    """Solve with an optional wall-clock deadline and conflict budget; None = gave up.
-
-    ``name``: the python-sat solver name; those in :data:`INTERRUPTIBLE` are stopped by a timer
-    thread at the deadline (``watchdog``'s, when it is active, else one for this call), the
-    others (CaDiCaL 1.9.5) in slices of :data:`SLICE_CONFLICTS`. ``assumptions``: literals
-    assumed for this call only (False then means "no solution under them").
-    """
-    if clock.deadline is None and conflict_budget is None:
-        return s.solve(assumptions=assumptions)
-    if name in INTERRUPTIBLE:
-        # always (re)set: a budget left by an earlier call on this solver (a guided stage)
-        # would otherwise still apply; -1 = no budget
-        s.conf_budget(-1 if conflict_budget is None else conflict_budget)
-        if clock.expired():
-            return None
-        if watchdog is not None and watchdog.active:
-            return s.solve_limited(assumptions=assumptions, expect_interrupt=True)
-        with _Watchdog(s, clock, name) as own:  # a timer for this call only
-            return s.solve_limited(assumptions=assumptions, expect_interrupt=own.active)
-    used = 0
-    while True:
-        if clock.expired():
-            return None
-        step = SLICE_CONFLICTS if clock.deadline is not None else conflict_budget
-        if conflict_budget is not None:
-            step = min(step, conflict_budget - used)
-            if step <= 0:
-                return None
-        before = s.accum_stats().get("conflicts", 0)
-        s.conf_budget(step)
-        res = s.solve_limited(assumptions=assumptions)
-        if res is not None:
-            return res
-        used += max(s.accum_stats().get("conflicts", 0) - before, 1)
 
 
 def solve(
@@ -473,14 +389,16 @@ def _solve(
     counts["guide_stage"] = 0
     with (
         _new_solver(solver, enc.clauses, solver_options) as s,
-        _Watchdog(s, clock, solver) as wd,
+        Watchdog(s, clock.deadline, solver) as wd,
     ):
         ok = None
         if guide == "bp" and not staged:
             ok = _guided(s, puzzle, state, clock, conflict_budget, solver, times, counts, wd)
         t = time.perf_counter()
         if not ok and not clock.expired():
-            ok = _solve_limited(s, clock, first_budget, solver, watchdog=wd)
+            ok = solve_limited(
+                s, solver, conflict_budget=first_budget, deadline=clock.deadline, watchdog=wd
+            )
         times["solve_s"] += time.perf_counter() - t
         if ok is None:
             _stats(s, counts)
@@ -513,7 +431,9 @@ def _solve(
             return SolveResult("unknown", grid=grid, reason="uniqueness not checked")
         t = time.perf_counter()
         _block_model(s, model, state, puzzle.width)
-        ok2 = _solve_limited(s, clock, conflict_budget, solver, watchdog=wd)
+        ok2 = solve_limited(
+            s, solver, conflict_budget=conflict_budget, deadline=clock.deadline, watchdog=wd
+        )
         times["uniqueness_s"] = time.perf_counter() - t
         _stats(s, counts)
         counts["uniqueness_checked"] = int(ok2 is not None)
@@ -536,7 +456,7 @@ def _guided(
     solver: str,
     times: dict[str, float],
     counts: dict[str, int],
-    watchdog: _Watchdog | None = None,
+    watchdog: Watchdog | None = None,
 ) -> bool | None:
     """Look for a first solution on ``s`` under BP-ranked assumptions; return True when a stage
     found a model (it is ``s``'s model), else None (the caller then solves without
@@ -574,7 +494,14 @@ def _guided(
                 continue
             if conflict_budget is not None:
                 budget = min(budget, conflict_budget)
-            if _solve_limited(s, clock, budget, solver, lits[:k], watchdog):
+            if solve_limited(
+                s,
+                solver,
+                conflict_budget=budget,
+                deadline=clock.deadline,
+                assumptions=lits[:k],
+                watchdog=watchdog,
+            ):
                 counts["guide_stage"] = stage
                 return True
         return None
@@ -696,7 +623,7 @@ def _after_first(
     with solver_for_second() as s:
         _block_model(s, model, state, puzzle.width)
         s.set_phases([lit for lit in model if abs(lit) <= n])
-        ok2 = _solve_limited(s, clock, None, AUTO_LARGE_SOLVER)
+        ok2 = solve_limited(s, AUTO_LARGE_SOLVER, deadline=clock.deadline)
         times["uniqueness_s"] += time.perf_counter() - t
         counts["uniqueness_checked"] = int(ok2 is not None)
         if ok2 is None:
@@ -1045,7 +972,7 @@ def _cube_worker(args: tuple) -> dict[str, Any]:
         for lit in cube:
             s.add_clause([lit])
         while len(grids) < 2:
-            ok = _solve_limited(s, clock, None, solver)
+            ok = solve_limited(s, solver, deadline=clock.deadline)
             if ok is None:
                 return {"status": "unknown", "grids": grids, "time_s": time.perf_counter() - t0}
             if not ok:
