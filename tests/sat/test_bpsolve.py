@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import random
+import sys
 
 import numpy as np
 import pytest
@@ -75,9 +76,10 @@ def test_cavity_messages_match_brute_force(compiled, n, data):
 
 
 def test_compiled_kernel_is_there_and_matches_numpy():
-    """numba is a dependency, so the compiled kernel exists (else ``compiled=True`` would quietly
-    run numpy); on 25- and 112-cell lines and through :func:`beliefs` it gives numpy's messages
-    up to rounding."""
+    """Where numba (optional) is installed the compiled kernel exists (else ``compiled=True``
+    quietly runs numpy); on 25- and 112-cell lines and through :func:`beliefs` it gives numpy's
+    messages up to rounding."""
+    pytest.importorskip("numba")
     assert bpsolve._compiled_kernel() is not None
     rng = np.random.default_rng(5)
     for n in (25, 112):
@@ -99,7 +101,7 @@ def test_compiled_kernel_is_there_and_matches_numpy():
 def test_compiled_kernel_without_a_cache_directory(monkeypatch):
     """Where numba finds no writable cache directory, ``njit(cache=True)`` raises; the kernel
     is then compiled in memory instead of failing the solve."""
-    import numba
+    numba = pytest.importorskip("numba")
 
     real = numba.njit
 
@@ -118,6 +120,21 @@ def test_compiled_kernel_without_a_cache_directory(monkeypatch):
         assert np.abs(got - cavity_messages(aut, np.ones((2, 3)), np.ones((2, 3)))).max() < 1e-12
     finally:
         bpsolve._compiled_kernel.cache_clear()  # later tests compile with the real njit
+
+
+def test_compiled_without_numba_runs_numpy(monkeypatch):
+    """Without numba, ``compiled=True`` gives exactly the numpy recurrences."""
+    monkeypatch.setitem(sys.modules, "numba", None)  # import numba raises ImportError
+    bpsolve._compiled_kernel.cache_clear()
+    try:
+        assert bpsolve._compiled_kernel() is None
+        aut = line_automata([(1,), (2,)])
+        w = np.full((2, 3), 0.7)
+        assert (
+            cavity_messages(aut, w, 1 - w, compiled=True) == cavity_messages(aut, w, 1 - w)
+        ).all()
+    finally:
+        bpsolve._compiled_kernel.cache_clear()
 
 
 def test_cavity_messages_by_hand():

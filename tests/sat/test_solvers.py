@@ -287,3 +287,53 @@ def test_study_history_non_unique_and_refused(study_dir):
     # a file whose clues contradict its solutions is refused, naming the file and puzzle
     with pytest.raises(PuzzleError, match=r"nonograms_sample\.json: puzzle id 468"):
         read_puzzles(study_dir / "nonograms_sample.json")
+
+
+def test_interruptible_solvers_match_python_sat():
+    """:data:`NO_INTERRUPT_SOLVERS` is exactly the built solvers whose ``interrupt()`` python-sat
+    does not implement; aliases resolve to their solver."""
+    from pysat.solvers import NoSuchSolverError, Solver
+
+    from nonolab.sat.solvers import NO_INTERRUPT_SOLVERS, available_solvers, interruptible
+
+    checked = 0
+    for name in available_solvers():
+        try:
+            s = Solver(name=name, bootstrap_with=[[1, 2]])
+        except NoSuchSolverError:  # not built in this python-sat (cryptosat, minisatgh)
+            continue
+        with s:
+            try:
+                s.interrupt()
+                s.clear_interrupt()
+                can = True
+            except NotImplementedError:
+                can = False
+        assert can == interruptible(name) == (name not in NO_INTERRUPT_SOLVERS), name
+        checked += 1
+    assert checked >= len(STATS_SOLVERS)
+    assert interruptible("m22") and interruptible("maplechrono") and not interruptible("cd19")
+
+
+def test_time_limit_interrupts_every_interruptible_solver():
+    """Under a time limit, a solver with ``interrupt()`` (here MapleChrono and MergeSat, which the
+    hybrid solver used to slice) is stopped by the timer in one call; CaDiCaL in slices."""
+    from nonolab.sat.solvers import solve_limited
+
+    p = _random_puzzle(40, 2)
+    enc = get_encoding("block_start")(p)
+    for name in ("maplechrono", "mergesat3"):
+        res = run_solver(enc.clauses, name, time_limit_s=0.05)
+        assert res.status == "unknown" and res.time_s < 1.5, name
+    # a conflict budget without a deadline is one solve_limited call for every solver: the
+    # same counters as python-sat's own budgeted call
+    from pysat.solvers import Solver
+
+    for name in ("minisat22", "cadical195"):
+        with Solver(name=name, bootstrap_with=enc.clauses) as s:
+            s.conf_budget(300)
+            assert s.solve_limited() is None
+            want = s.accum_stats()
+        with Solver(name=name, bootstrap_with=enc.clauses) as s:
+            assert solve_limited(s, name, conflict_budget=300) is None
+            assert s.accum_stats() == want, name

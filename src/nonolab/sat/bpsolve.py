@@ -126,7 +126,7 @@ def cavity_messages(
     normalised at every step, so long lines do not underflow.
 
     ``compiled``: use the numba kernel (:func:`_cavity_compiled`, ~20x faster on 25-cell
-    lines) when numba is installed. It computes the same recurrences cell by cell, so its
+    lines) when numba is installed (optional), else the numpy recurrences. It computes the same recurrences cell by cell, so its
     messages equal numpy's up to rounding (sums are taken in another order), which can reorder
     cells whose beliefs tie; the decimation keeps numpy so that its measured paths stay
     reproducible (docs/decisions.md).
@@ -224,10 +224,11 @@ def _cavity_compiled(
 def _compiled_kernel() -> Callable[..., np.ndarray] | None:
     """Return :func:`_cavity_compiled` compiled by numba (imported on first use, ~0.15 s;
     compiled once and cached on disk, or in memory only, ~1 s per process, where no cache
-    directory is writable), or None when numba is not installed."""
+    directory is writable), or None when numba is not installed (it is optional: the extra
+    ``nonolab[fast]``; without it ``compiled=True`` runs the numpy recurrences)."""
     try:
         from numba import njit
-    except ImportError:  # pragma: no cover - numba is a dependency
+    except ImportError:
         return None
     try:
         return njit(cache=True, nogil=True)(_cavity_compiled)

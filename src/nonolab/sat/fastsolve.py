@@ -90,12 +90,14 @@ HARD_METHODS = ("bp", "kissat")
 BP_LIMIT_S = 1800.0
 
 #: first-solution guidance (``guide``) for problems of at most :data:`AUTO_SMALL_MAX_UNKNOWN`
-#: unknown cells: ``bp`` = belief propagation (:data:`GUIDE_ITERS` sweeps, numba kernel) ranks
-#: the unknown cells by how polarised their beliefs are, and the SAT solver first looks for a
+#: unknown cells: ``bp`` = belief propagation (:data:`GUIDE_ITERS` sweeps; the numba kernel
+#: when numba, an optional dependency, is installed, else numpy: equal messages up to rounding,
+#: which can reorder tied cells and so change conflict counts, never statuses) ranks the
+#: unknown cells by how polarised their beliefs are, and the SAT solver first looks for a
 #: solution under the likelier values of the most polarised cells as assumptions, in the
 #: stages of :data:`GUIDE_STAGES`, then without assumptions on the same instance (learnt
 #: clauses kept); ``none`` = one plain call. On TAAI 2011 ``bp`` cut MiniSat's conflicts
-#: (first solutions and uniqueness) from 2,359,575 to 371,487 (docs/decisions.md)
+#: (first solutions and uniqueness) from 2,359,575 to 371,487 with numba (docs/decisions.md)
 GUIDES = ("bp", "none")
 #: BP sweeps for the guidance (10 gave fewer conflicts than 5, 15 or 30 on a 200-puzzle sample)
 GUIDE_ITERS = 10
@@ -463,7 +465,7 @@ def _guided(
     assumptions; a stage refuted or out of budget only ends that stage).
 
     Belief propagation (:func:`nonolab.sat.bpsolve.beliefs`, :data:`GUIDE_ITERS` sweeps, the
-    compiled kernel) ranks the unknown cells by ``|belief - 0.5|``; stage ``(share, budget)``
+    compiled kernel when numba is installed) ranks the unknown cells by ``|belief - 0.5|``; stage ``(share, budget)``
     of :data:`GUIDE_STAGES` assumes the likelier value of the most polarised ``share`` of the
     unknown cells, with ``budget`` conflicts (at most ``conflict_budget``). ``guide_s`` gets
     the BP time (seconds), ``solve_s`` the stages'; ``counts['guide_stage']`` is the 1-based
