@@ -31,6 +31,7 @@ import numpy as np
 import pandas as pd
 
 from nonolab.sat.puzzles import Puzzle, grid_to_strings
+from nonolab.sat.solvers import RECORD_COLUMNS
 
 POOL_COLUMNS = [
     "pool_index",
@@ -42,18 +43,11 @@ POOL_COLUMNS = [
     "cols",
     "solution",
 ]
+#: the solver records' columns (:data:`nonolab.sat.solvers.RECORD_COLUMNS`) keyed by pool index
+#: instead of puzzle id, without the wall time
 METRIC_COLUMNS = [
     "pool_index",
-    "puzzle_hash",
-    "encoding",
-    "solver",
-    "variables",
-    "clauses",
-    "decisions",
-    "propagations",
-    "conflicts",
-    "restarts",
-    "status",
+    *(c for c in RECORD_COLUMNS if c not in ("puzzle_id", "time_s")),
 ]
 TIMING_COLUMNS = ["pool_index", "puzzle_hash", "encoding", "solver", "time_s"]
 
@@ -284,16 +278,7 @@ SELECTED_COLUMNS = [
     "label",
     "selection",
     "selection_rank",
-    "pool_index",
-    "puzzle_hash",
-    "encoding",
-    "solver",
-    "variables",
-    "clauses",
-    "decisions",
-    "propagations",
-    "conflicts",
-    "restarts",
+    *(c for c in METRIC_COLUMNS if c != "status"),
     "pool_median",
 ]
 

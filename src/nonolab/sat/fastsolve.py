@@ -167,6 +167,23 @@ class _Clock:
         return self.deadline is not None and time.perf_counter() > self.deadline
 
 
+@dataclass
+class _Remaining:
+    """What the fallback's stages share: the puzzle, its propagated ``state``, the CNF ``enc``
+    of what remains unknown, the call's clock and options, and the ``times`` (seconds),
+    ``counts`` and ``info`` of its :class:`SolveResult`, filled in as the stages run."""
+
+    puzzle: Puzzle
+    state: GridState
+    enc: Encoding
+    clock: _Clock
+    prove_unique: bool
+    solver_options: dict[str, int] | None
+    times: dict[str, float]
+    counts: dict[str, int]
+    info: dict[str, str]
+
+
 def _verified(puzzle: Puzzle, grid: Grid) -> Grid:
     check_solution(puzzle, grid)  # raises PuzzleError naming the first wrong line
     return grid
@@ -406,20 +423,10 @@ def _solve(
             _stats(s, counts)
             if staged and not clock.expired() and first_budget != conflict_budget:
                 s.delete()
-                return _fallback(
-                    puzzle,
-                    state,
-                    enc,
-                    clock,
-                    prove_unique,
-                    times,
-                    counts,
-                    info,
-                    solver_options,
-                    hard,
-                    encoding=encoding,
-                    bp_jobs=bp_jobs,
+                run = _Remaining(
+                    puzzle, state, enc, clock, prove_unique, solver_options, times, counts, info
                 )
+                return _fallback(run, hard, encoding=encoding, bp_jobs=bp_jobs)
             return SolveResult("unknown", reason="timeout or conflict budget (first solution)")
         if not ok:
             _stats(s, counts)
@@ -527,81 +534,41 @@ def _gc_paused() -> Iterator[None]:
 
 
 def _fallback(
-    puzzle: Puzzle,
-    state: GridState,
-    enc: Encoding,
-    clock: _Clock,
-    prove_unique: bool,
-    times: dict[str, float],
-    counts: dict[str, int],
-    info: dict[str, str],
-    solver_options: dict[str, int] | None,
-    hard: str = "bp",
-    *,
-    encoding: str = "order",
-    bp_jobs: int = 1,
+    run: _Remaining, hard: str = "bp", *, encoding: str = "order", bp_jobs: int = 1
 ) -> SolveResult:
     """The fallback: with ``hard="bp"`` first :func:`_bp_stage`, then (unless it decided) the
     :mod:`nonolab.sat.hardsolve` stage (see there); times add to ``probe_s``, ``solve_s`` and
     ``uniqueness_s``."""
     from nonolab.sat.hardsolve import KISSAT, kissat_solve, probe_implications
 
-    counts["fallback"] = 1
+    run.counts["fallback"] = 1
     if hard == "bp":
-        res = _bp_stage(
-            puzzle,
-            state,
-            enc,
-            clock,
-            prove_unique,
-            times,
-            counts,
-            info,
-            solver_options,
-            encoding=encoding,
-            jobs=bp_jobs,
-        )
+        res = _bp_stage(run, encoding=encoding, jobs=bp_jobs)
         if res is not None:
             return res
-    info["solver"] = f"{info.get('solver', '')}+{KISSAT}"
+    run.info["solver"] = f"{run.info.get('solver', '')}+{KISSAT}"
     t = time.perf_counter()
-    extra = probe_implications(puzzle, state, clock.deadline)
-    times["probe_s"] += time.perf_counter() - t
+    extra = probe_implications(run.puzzle, run.state, run.clock.deadline)
+    run.times["probe_s"] += time.perf_counter() - t
     if extra is None:
         return SolveResult("unknown", reason="timeout (fallback: probing clauses)")
-    counts["probe_clauses"] = len(extra)
-    clauses = list(enc.clauses) + extra
+    run.counts["probe_clauses"] = len(extra)
+    clauses = list(run.enc.clauses) + extra
     t = time.perf_counter()
-    ok, model = kissat_solve(clauses, clock.deadline)
-    times["solve_s"] += time.perf_counter() - t
+    ok, model = kissat_solve(clauses, run.clock.deadline)
+    run.times["solve_s"] += time.perf_counter() - t
     if ok is None:
         return SolveResult("unknown", reason="timeout (fallback: Kissat, first solution)")
     if not ok:
         return SolveResult("unsat", reason="SAT solver (Kissat fallback): no solution")
     assert model is not None
     return _after_first(
-        puzzle,
-        state,
-        enc,
-        model,
-        clock,
-        prove_unique,
-        times,
-        counts,
-        lambda: _new_solver(AUTO_LARGE_SOLVER, clauses, solver_options),
+        run, model, lambda: _new_solver(AUTO_LARGE_SOLVER, clauses, run.solver_options)
     )
 
 
 def _after_first(
-    puzzle: Puzzle,
-    state: GridState,
-    enc: Encoding,
-    model: list[int],
-    clock: _Clock,
-    prove_unique: bool,
-    times: dict[str, float],
-    counts: dict[str, int],
-    solver_for_second: Callable[[], Any],
+    run: _Remaining, model: list[int], solver_for_second: Callable[[], Any]
 ) -> SolveResult:
     """The fallback's end once ``model`` (a first solution) is found: verify its grid, then look
     for a second solution as a 2x2 switch of it, else on the CaDiCaL instance (a context manager)
@@ -609,50 +576,39 @@ def _after_first(
     add to ``uniqueness_s``."""
     from nonolab.sat.hardsolve import switch_neighbour
 
-    times["time_to_first_s"] = time.perf_counter() - clock.t0
-    grid = _verified(puzzle, enc.decode(model))
-    if not prove_unique:
-        counts["uniqueness_checked"] = 0
+    run.times["time_to_first_s"] = time.perf_counter() - run.clock.t0
+    grid = _verified(run.puzzle, run.enc.decode(model))
+    if not run.prove_unique:
+        run.counts["uniqueness_checked"] = 0
         return SolveResult("unknown", grid=grid, reason="uniqueness not checked")
     t = time.perf_counter()
-    second = switch_neighbour(puzzle, grid)
+    second = switch_neighbour(run.puzzle, grid)
     if second is not None:
-        times["uniqueness_s"] += time.perf_counter() - t
-        counts["uniqueness_checked"] = 1
-        counts["second_by_switch"] = 1
-        return SolveResult("multiple", grid=grid, second_grid=_verified(puzzle, second))
-    n = puzzle.height * puzzle.width
+        run.times["uniqueness_s"] += time.perf_counter() - t
+        run.counts["uniqueness_checked"] = 1
+        run.counts["second_by_switch"] = 1
+        return SolveResult("multiple", grid=grid, second_grid=_verified(run.puzzle, second))
+    n = run.puzzle.height * run.puzzle.width
     with solver_for_second() as s:
-        _block_model(s, model, state, puzzle.width)
+        _block_model(s, model, run.state, run.puzzle.width)
         s.set_phases([lit for lit in model if abs(lit) <= n])
-        ok2 = solve_limited(s, AUTO_LARGE_SOLVER, deadline=clock.deadline)
-        times["uniqueness_s"] += time.perf_counter() - t
-        counts["uniqueness_checked"] = int(ok2 is not None)
+        ok2 = solve_limited(s, AUTO_LARGE_SOLVER, deadline=run.clock.deadline)
+        run.times["uniqueness_s"] += time.perf_counter() - t
+        run.counts["uniqueness_checked"] = int(ok2 is not None)
         if ok2 is None:
             return SolveResult(
                 "unknown", grid=grid, reason="timeout (fallback: uniqueness, solution-guided)"
             )
         if ok2:
             return SolveResult(
-                "multiple", grid=grid, second_grid=_verified(puzzle, enc.decode(s.get_model()))
+                "multiple",
+                grid=grid,
+                second_grid=_verified(run.puzzle, run.enc.decode(s.get_model())),
             )
     return SolveResult("unique", grid=grid)
 
 
-def _bp_stage(
-    puzzle: Puzzle,
-    state: GridState,
-    enc: Encoding,
-    clock: _Clock,
-    prove_unique: bool,
-    times: dict[str, float],
-    counts: dict[str, int],
-    info: dict[str, str],
-    solver_options: dict[str, int] | None,
-    *,
-    encoding: str = "order",
-    jobs: int = 1,
-) -> SolveResult | None:
+def _bp_stage(run: _Remaining, *, encoding: str = "order", jobs: int = 1) -> SolveResult | None:
     """BP decimation (:func:`nonolab.sat.bpsolve.decimate`) for up to :data:`BP_LIMIT_S` seconds in
     the restart slices of :func:`nonolab.sat.bpsolve.schedule`, each on a fresh CaDiCaL 1.9.5: one
     after the other here (``jobs=1``), or ``jobs`` at a time in worker processes
@@ -666,44 +622,44 @@ def _bp_stage(
     from nonolab.sat import bpsolve
     from nonolab.sat.bpsolve import DecimationStats, decimate, schedule
 
-    info["solver"] = f"{info.get('solver', '')}+bp"
+    run.info["solver"] = f"{run.info.get('solver', '')}+bp"
     ds = DecimationStats()  # one for all slices: counters add up, max_known is the maximum
-    counts["bp_restarts"] = 0
-    counts["bp_jobs"] = jobs
+    run.counts["bp_restarts"] = 0
+    run.counts["bp_jobs"] = jobs
     stage_end = time.perf_counter() + BP_LIMIT_S
-    if clock.deadline is not None:
-        stage_end = min(stage_end, clock.deadline)
+    if run.clock.deadline is not None:
+        stage_end = min(stage_end, run.clock.deadline)
 
     def answer(ok: bool, model: list[int] | None, solver_for_second: Callable) -> SolveResult:
         if not ok:
             return SolveResult("unsat", reason="SAT solver (BP fallback): no solution")
         assert model is not None
-        return _after_first(
-            puzzle, state, enc, model, clock, prove_unique, times, counts, solver_for_second
-        )
+        return _after_first(run, model, solver_for_second)
 
     if jobs > 1:
         t = time.perf_counter()
         ok, model = _bp_portfolio(
-            puzzle, state, encoding, solver_options, jobs, stage_end, ds, counts
+            run.puzzle, run.state, encoding, run.solver_options, jobs, stage_end, ds, run.counts
         )
-        times["solve_s"] += time.perf_counter() - t
-        _bp_counts(ds, counts)
+        run.times["solve_s"] += time.perf_counter() - t
+        _bp_counts(ds, run.counts)
         if ok is not None:
             return answer(
-                ok, model, lambda: _new_solver(AUTO_LARGE_SOLVER, enc.clauses, solver_options)
+                ok,
+                model,
+                lambda: _new_solver(AUTO_LARGE_SOLVER, run.enc.clauses, run.solver_options),
             )
-        if clock.expired():
+        if run.clock.expired():
             return SolveResult("unknown", reason="timeout (fallback: BP decimation)")
         return None
     for index, (frac, max_checks, seed) in enumerate(schedule()):
         if time.perf_counter() >= stage_end:
             break
         t = time.perf_counter()
-        with _new_solver(AUTO_LARGE_SOLVER, enc.clauses, solver_options) as s:
+        with _new_solver(AUTO_LARGE_SOLVER, run.enc.clauses, run.solver_options) as s:
             ok, model = decimate(
-                puzzle,
-                state,
+                run.puzzle,
+                run.state,
                 s,
                 frac=frac,
                 check_conflicts=bpsolve.CHECK_CONFLICTS,
@@ -712,15 +668,15 @@ def _bp_stage(
                 stats=ds,
                 seed=seed,
             )
-            times["solve_s"] += time.perf_counter() - t
-            _bp_counts(ds, counts)
+            run.times["solve_s"] += time.perf_counter() - t
+            _bp_counts(ds, run.counts)
             if ok is not None:
                 if ok:
-                    counts["bp_slice"] = index
+                    run.counts["bp_slice"] = index
                 return answer(ok, model, lambda s=s: contextlib.nullcontext(s))
-        if clock.expired():
+        if run.clock.expired():
             return SolveResult("unknown", reason="timeout (fallback: BP decimation)")
-        counts["bp_restarts"] += 1
+        run.counts["bp_restarts"] += 1
     return None
 
 
