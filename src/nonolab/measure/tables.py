@@ -1,7 +1,7 @@
 """Tables (pandas) of the SAT toolkit's results, and puzzle files that are tables.
 
-:mod:`nonolab.sat` stays free of pandas: it yields plain records (:func:`nonolab.sat.solvers.
-solver_records`, :func:`~nonolab.sat.solvers.uniqueness_records`,
+:mod:`nonolab.sat` stays free of pandas: it yields plain records
+(:func:`nonolab.sat.solvers.solver_records`, :func:`~nonolab.sat.solvers.uniqueness_records`,
 :func:`~nonolab.sat.solvers.read_solver_statistics`,
 :func:`~nonolab.sat.linesolver.line_metrics_records`) and this module turns them into tables:
 
