@@ -45,7 +45,7 @@ import json, sys, time
 import numpy as np, pandas as pd
 from nonolab.stats.mixed_models import fit_crossed, reml_fit_arrays, metric_covariates
 from nonolab.sat.puzzles import load_study_puzzles
-from nonolab.sat.solvers import stats_table
+from nonolab.measure.tables import stats_table
 
 features, puzzle_file, n, mode = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
 att = pd.read_csv(features, dtype={"puzzle_id": str, "participant_id": str})

@@ -2,9 +2,8 @@
 
 import logging
 
+from nonolab.measure.tables import line_metrics_table, read_puzzles
 from nonolab.report.provenance import write_table
-from nonolab.sat.formats import read_puzzles
-from nonolab.sat.linesolver import line_metrics_table
 
 logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, format="%(message)s", force=True)
 log = logging.getLogger("line_metrics")

@@ -2,10 +2,9 @@
 
 import logging
 
+from nonolab.measure.tables import metrics_and_timings, read_puzzles, uniqueness_table
 from nonolab.report.provenance import write_table
 from nonolab.sat.encodings import ENCODINGS, get_encoding
-from nonolab.sat.formats import read_puzzles
-from nonolab.sat.solvers import metrics_and_timings, uniqueness_table
 
 logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, format="%(message)s", force=True)
 log = logging.getLogger("sat_metrics")

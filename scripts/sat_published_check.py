@@ -4,8 +4,8 @@ import logging
 
 import pandas as pd
 
+from nonolab.measure.tables import compare_published, parse_solver_statistics
 from nonolab.report.provenance import write_table
-from nonolab.sat.solvers import compare_published, parse_solver_statistics
 
 logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, format="%(message)s", force=True)
 log = logging.getLogger("sat_published_check")

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from nonolab.measure.tables import parse_solver_statistics
 from nonolab.sat.puzzles import load_study_puzzles
-from nonolab.sat.solvers import parse_solver_statistics
 from nonolab.stats import mixed_models as mm
 from nonolab.stats.correlations import published_alignment
 from nonolab.study.ingest import IngestResult, ingest_study

@@ -13,15 +13,13 @@ from hypothesis import strategies as st
 from nonolab.sat.fastsolve import (
     GUIDE_STAGES,
     SolveResult,
-    _Clock,
     _new_solver,
-    _solve_limited,
-    _Watchdog,
     remaining_encoding,
     solve,
 )
 from nonolab.sat.linesolver import propagate
 from nonolab.sat.puzzles import Puzzle, line_clue, satisfies
+from nonolab.sat.solvers import Watchdog, solve_limited
 
 
 def _brute_force_count(p: Puzzle, limit: int = 2) -> int:
@@ -184,20 +182,21 @@ def test_guided_search_keeps_statuses_and_respects_limits():
     clauses = remaining_encoding(hard, state).clauses
     with _new_solver("minisat22", clauses) as s:
         t0 = time.perf_counter()
-        ok = _solve_limited(s, _Clock(0.05), None, "minisat22", lits)
+        ok = solve_limited(s, "minisat22", deadline=t0 + 0.05, assumptions=lits)
         assert ok is None and time.perf_counter() - t0 < 5
     # one watchdog timer for all calls on a solver (what solve() uses): it stops the first
     # call at the deadline, and later calls return at once
-    clock = _Clock(0.05)
-    with _new_solver("minisat22", clauses) as s, _Watchdog(s, clock, "minisat22") as wd:
+    deadline = time.perf_counter() + 0.05
+    with _new_solver("minisat22", clauses) as s, Watchdog(s, deadline, "minisat22") as wd:
         assert wd.active
         t0 = time.perf_counter()
         # unlimited, this search ends with a model after ~1 s: None means it was interrupted
-        assert _solve_limited(s, clock, None, "minisat22", lits, wd) is None
-        assert _solve_limited(s, clock, None, "minisat22", (), wd) is None
+        kw = {"deadline": deadline, "watchdog": wd}
+        assert solve_limited(s, "minisat22", assumptions=lits, **kw) is None
+        assert solve_limited(s, "minisat22", **kw) is None
         assert time.perf_counter() - t0 < 5
-    assert not _Watchdog(s, _Clock(None), "minisat22").active
-    assert not _Watchdog(s, _Clock(1.0), "cadical195").active
+    assert not Watchdog(s, None, "minisat22").active
+    assert not Watchdog(s, time.perf_counter() + 1.0, "cadical195").active
     with pytest.raises(ValueError, match="guide"):
         solve(hard, guide="magic")
 

@@ -27,7 +27,6 @@ from nonolab.sat.formats import (
     parse_taai_solutions,
     parse_text,
     parse_toml,
-    puzzles_from_table,
     read_puzzles,
     read_taai_solutions,
     sniff_txt,
@@ -179,26 +178,6 @@ def test_nonpack_and_writers(tmp_path):
     write_puzzles([p], tmp_path / "one.nin")
     assert read_puzzles(tmp_path / "one.nin") == [p]
     assert parse_nonpack("====\n" + to_non(p) + "====\n====\n", "x.nonpack") == [p]
-
-
-def test_table_reader():
-    import json
-
-    import pandas as pd
-
-    p = Puzzle(ROWS, COLS, solution=SOLUTION, label="3")
-    df = pd.DataFrame(
-        {
-            "puzzle_id": ["3"],
-            "puzzle_hash": [p.hash],
-            "clues_json": [json.dumps(p.clues_dict())],
-            "solution_json": [json.dumps([list(r) for r in SOLUTION])],
-        }
-    )
-    (got,) = puzzles_from_table(df)
-    assert got == p and got.solution == SOLUTION and got.label == "3"
-    with pytest.raises(PuzzleError, match="puzzle_hash does not match"):
-        puzzles_from_table(df.assign(puzzle_hash="0" * 64))
 
 
 def test_dimacs_writer():

@@ -1,9 +1,8 @@
-"""Random grids, random unique puzzles and the paper's pool selection."""
+"""Random grids and random unique puzzles."""
 
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -13,7 +12,6 @@ from nonolab.sat.generate import (
     random_grid,
     random_unique_puzzle,
     random_unique_puzzles,
-    select_study_puzzles,
 )
 from nonolab.sat.solvers import uniqueness
 
@@ -69,64 +67,3 @@ def test_generation_gives_up():
     # seed 3 draws a unique grid (a filled column) first
     p = random_unique_puzzle(2, 2, 2, np.random.default_rng(3), max_attempts=1)
     assert p.solution == ((1, 0), (1, 0))
-
-
-def _pool(conflicts: list[int]) -> pd.DataFrame:
-    return pd.DataFrame(
-        {"pool_index": range(len(conflicts)), "conflicts": conflicts, "decisions": 0}
-    )
-
-
-def test_selection_hand_computed():
-    # 20 puzzles: conflicts 0..19; drop floor(20*0.05)=1 (19); kept 0..18, median 9
-    df = _pool(list(range(20)))
-    sel = select_study_puzzles(df)
-    assert sel["pool_index"].tolist() == [0, 1, 9, 8, 18, 17]
-    assert sel["selection"].tolist() == ["lowest"] * 2 + ["median"] * 2 + ["highest"] * 2
-    assert sel["selection_rank"].tolist() == [0, 1] * 3
-    assert (sel["pool_median"] == 9).all()
-
-
-def test_selection_ties_in_order_and_no_repeats():
-    # ties broken by row order; the median group may not reuse lowest/highest rows
-    df = _pool([5, 0, 0, 0, 7, 7, 3, 3, 100, 7])
-    sel = select_study_puzzles(df, n_drop_frac=0.1)  # drop index 8 (100)
-    # kept values 5,0,0,0,7,7,3,3,7 -> median 3
-    assert sel["pool_index"].tolist() == [1, 2, 6, 7, 4, 5]
-
-
-def test_selection_random_ties_seeded():
-    df = _pool([0] * 10 + [5] * 10 + [9] * 10)
-    a = select_study_puzzles(df, tie_break="random", rng=np.random.default_rng(3))
-    b = select_study_puzzles(df, tie_break="random", rng=np.random.default_rng(3))
-    assert a.equals(b)
-    assert a.groupby("selection")["conflicts"].first().to_dict() == {
-        "lowest": 0,
-        "median": 5,
-        "highest": 9,
-    }
-    with pytest.raises(ValueError, match="needs rng"):
-        select_study_puzzles(df, tie_break="random")
-
-
-def test_selection_errors():
-    with pytest.raises(ValueError, match="too small"):
-        select_study_puzzles(_pool([1, 2, 3]))
-    with pytest.raises(ValueError, match="not a column"):
-        select_study_puzzles(_pool(list(range(10))), metric="nope")
-
-
-@pytest.mark.study
-def test_selection_reproduces_published_groups(study_dir):
-    # The published six in pool order with their MiniSat22 conflicts: 0, 0, 4, 4, 15, 15.
-    pub = pd.read_csv(study_dir / "selected_six_nonogram_stats.csv", index_col=0)
-    sel = select_study_puzzles(pub, n_drop_frac=0.0)
-    groups = dict(zip(sel["puzzle_id"], sel["selection"], strict=True))
-    assert groups == {
-        2: "lowest",
-        21: "lowest",
-        1789: "median",
-        58: "median",
-        142: "highest",
-        378: "highest",
-    }

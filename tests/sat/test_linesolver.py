@@ -330,7 +330,7 @@ def test_gnonograms_are_line_solvable(bench_dir):
 
 
 def test_line_metrics_table():
-    from nonolab.sat.linesolver import line_metrics_table
+    from nonolab.measure.tables import line_metrics_table
 
     plus = Puzzle(rows=[(1,), (3,), (1,)], cols=[(1,), (3,), (1,)], label="plus")
     two = Puzzle(rows=[(1,), (1,)], cols=[(1,), (1,)], label="two")
@@ -348,7 +348,7 @@ def test_line_metrics_table():
 
 
 def test_study_puzzles_line_metrics(study_dir):
-    from nonolab.sat.linesolver import line_metrics_table
+    from nonolab.measure.tables import line_metrics_table
     from nonolab.sat.puzzles import load_study_puzzles
 
     df = line_metrics_table(load_study_puzzles(study_dir / "nonograms_6.json"))

@@ -10,6 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from nonolab.measure.tables import stats_table
 from nonolab.sat.encodings import ENCODINGS, get_encoding
 from nonolab.sat.puzzles import Puzzle, line_clue, satisfies
 from nonolab.sat.solvers import (
@@ -20,7 +21,6 @@ from nonolab.sat.solvers import (
     run_solver,
     solve_puzzle,
     solver_record,
-    stats_table,
     uniqueness,
 )
 
@@ -219,7 +219,7 @@ def test_every_encoding_decodes_to_same_clues(seed, h, w, density):
 
 
 def test_metrics_and_uniqueness_tables():
-    from nonolab.sat.solvers import metrics_and_timings, uniqueness_table
+    from nonolab.measure.tables import metrics_and_timings, uniqueness_table
 
     ps = [Puzzle.from_grid(((1, 0), (0, 1)), label="diag"), _random_puzzle(6, 5)]
     ps[1] = Puzzle(ps[1].rows, ps[1].cols, solution=ps[1].solution, label="r")
@@ -237,8 +237,8 @@ def test_metrics_and_uniqueness_tables():
 
 @pytest.mark.study
 def test_published_statistics_parser_and_check(study_dir):
+    from nonolab.measure.tables import compare_published, parse_solver_statistics
     from nonolab.sat.puzzles import load_study_puzzles
-    from nonolab.sat.solvers import compare_published, parse_solver_statistics
 
     pub = parse_solver_statistics(study_dir / "solver_statistics.txt")
     assert len(pub) == 18
@@ -266,9 +266,9 @@ def test_uniqueness_random_5x5_brute_force(seed, density):
 
 @pytest.mark.study
 def test_study_history_non_unique_and_refused(study_dir):
+    from nonolab.measure.tables import uniqueness_table
     from nonolab.sat.formats import read_puzzles
     from nonolab.sat.puzzles import PuzzleError
-    from nonolab.sat.solvers import uniqueness_table
 
     # the earlier, unserved puzzle file: some puzzles are not unique (METHODS 1) -> reported;
     # every encoding x a second solver agrees, and both grids of "multiple" satisfy the clues
@@ -287,3 +287,53 @@ def test_study_history_non_unique_and_refused(study_dir):
     # a file whose clues contradict its solutions is refused, naming the file and puzzle
     with pytest.raises(PuzzleError, match=r"nonograms_sample\.json: puzzle id 468"):
         read_puzzles(study_dir / "nonograms_sample.json")
+
+
+def test_interruptible_solvers_match_python_sat():
+    """:data:`NO_INTERRUPT_SOLVERS` is exactly the built solvers whose ``interrupt()`` python-sat
+    does not implement; aliases resolve to their solver."""
+    from pysat.solvers import NoSuchSolverError, Solver
+
+    from nonolab.sat.solvers import NO_INTERRUPT_SOLVERS, available_solvers, interruptible
+
+    checked = 0
+    for name in available_solvers():
+        try:
+            s = Solver(name=name, bootstrap_with=[[1, 2]])
+        except NoSuchSolverError:  # not built in this python-sat (cryptosat, minisatgh)
+            continue
+        with s:
+            try:
+                s.interrupt()
+                s.clear_interrupt()
+                can = True
+            except NotImplementedError:
+                can = False
+        assert can == interruptible(name) == (name not in NO_INTERRUPT_SOLVERS), name
+        checked += 1
+    assert checked >= len(STATS_SOLVERS)
+    assert interruptible("m22") and interruptible("maplechrono") and not interruptible("cd19")
+
+
+def test_time_limit_interrupts_every_interruptible_solver():
+    """Under a time limit, a solver with ``interrupt()`` (here MapleChrono and MergeSat, which the
+    hybrid solver used to slice) is stopped by the timer in one call; CaDiCaL in slices."""
+    from nonolab.sat.solvers import solve_limited
+
+    p = _random_puzzle(40, 2)
+    enc = get_encoding("block_start")(p)
+    for name in ("maplechrono", "mergesat3"):
+        res = run_solver(enc.clauses, name, time_limit_s=0.05)
+        assert res.status == "unknown" and res.time_s < 1.5, name
+    # a conflict budget without a deadline is one solve_limited call for every solver: the
+    # same counters as python-sat's own budgeted call
+    from pysat.solvers import Solver
+
+    for name in ("minisat22", "cadical195"):
+        with Solver(name=name, bootstrap_with=enc.clauses) as s:
+            s.conf_budget(300)
+            assert s.solve_limited() is None
+            want = s.accum_stats()
+        with Solver(name=name, bootstrap_with=enc.clauses) as s:
+            assert solve_limited(s, name, conflict_budget=300) is None
+            assert s.accum_stats() == want, name

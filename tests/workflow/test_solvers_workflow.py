@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pandas as pd
 
+from nonolab.measure.tables import metrics_and_timings
 from nonolab.sat.formats import read_puzzles
-from nonolab.sat.solvers import STUDY_SOLVERS, metrics_and_timings
+from nonolab.sat.solvers import STUDY_SOLVERS
 
 REPO = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent

@@ -31,6 +31,7 @@ import numpy as np
 import pandas as pd
 
 from nonolab.sat.puzzles import Puzzle, grid_to_strings
+from nonolab.sat.solvers import RECORD_COLUMNS
 
 POOL_COLUMNS = [
     "pool_index",
@@ -42,18 +43,11 @@ POOL_COLUMNS = [
     "cols",
     "solution",
 ]
+#: the solver records' columns (:data:`nonolab.sat.solvers.RECORD_COLUMNS`) keyed by pool index
+#: instead of puzzle id, without the wall time
 METRIC_COLUMNS = [
     "pool_index",
-    "puzzle_hash",
-    "encoding",
-    "solver",
-    "variables",
-    "clauses",
-    "decisions",
-    "propagations",
-    "conflicts",
-    "restarts",
-    "status",
+    *(c for c in RECORD_COLUMNS if c not in ("puzzle_id", "time_s")),
 ]
 TIMING_COLUMNS = ["pool_index", "puzzle_hash", "encoding", "solver", "time_s"]
 
@@ -174,13 +168,13 @@ def shard_metrics(
 ) -> pd.DataFrame:
     """Return solver statistics for every puzzle of ``pool`` x encoding x solver.
 
-    Computed by :func:`nonolab.sat.solvers.stats_table` (one fresh solver per run, clauses in the
+    Computed by :func:`nonolab.measure.tables.stats_table` (one fresh solver per run, clauses in the
     encoding's order, counters from ``accum_stats()``). Columns: :data:`METRIC_COLUMNS` plus
     ``time_s`` (wall seconds; split it off with :func:`split_timing`). Rows are ordered by pool
     index, then encoding, then solver, in the order given. ``conf_budget`` caps each run's
     conflicts (status ``unknown`` when reached).
     """
-    from nonolab.sat.solvers import stats_table
+    from nonolab.measure.tables import stats_table
 
     puzzles = [puzzle_from_record(row) for _, row in pool.iterrows()]
     stats = stats_table(puzzles, encodings=encodings, solvers=solvers, conf_budget=conf_budget)
@@ -284,16 +278,7 @@ SELECTED_COLUMNS = [
     "label",
     "selection",
     "selection_rank",
-    "pool_index",
-    "puzzle_hash",
-    "encoding",
-    "solver",
-    "variables",
-    "clauses",
-    "decisions",
-    "propagations",
-    "conflicts",
-    "restarts",
+    *(c for c in METRIC_COLUMNS if c != "status"),
     "pool_median",
 ]
 
@@ -314,12 +299,12 @@ def selection_table(
     Uses the ``solver`` x ``encoding`` rows of ``metrics``; pool entries listed in ``excluded``
     (repeated puzzles) and runs whose status is not ``sat`` (budget exhausted: the counters are
     then lower bounds) are left out. The selection itself is
-    :func:`nonolab.sat.generate.select_study_puzzles` (drop the top ``drop_top_frac`` by ``metric``,
+    :func:`nonolab.measure.tables.select_study_puzzles` (drop the top ``drop_top_frac`` by ``metric``,
     then ``per_group`` lowest, nearest-median and highest; ties by pool index). Columns
     :data:`SELECTED_COLUMNS`; ``label`` = the new study id, 0..n-1 in selection order;
     ``pool_median`` = median of ``metric`` over the pool after the drop.
     """
-    from nonolab.sat.generate import select_study_puzzles
+    from nonolab.measure.tables import select_study_puzzles
     from nonolab.sat.solvers import canonical_solver
 
     solver = canonical_solver(solver)

@@ -126,7 +126,7 @@ def cavity_messages(
     normalised at every step, so long lines do not underflow.
 
     ``compiled``: use the numba kernel (:func:`_cavity_compiled`, ~20x faster on 25-cell
-    lines) when numba is installed. It computes the same recurrences cell by cell, so its
+    lines) when numba is installed (optional), else the numpy recurrences. It computes the same recurrences cell by cell, so its
     messages equal numpy's up to rounding (sums are taken in another order), which can reorder
     cells whose beliefs tie; the decimation keeps numpy so that its measured paths stay
     reproducible (docs/decisions.md).
@@ -224,10 +224,11 @@ def _cavity_compiled(
 def _compiled_kernel() -> Callable[..., np.ndarray] | None:
     """Return :func:`_cavity_compiled` compiled by numba (imported on first use, ~0.15 s;
     compiled once and cached on disk, or in memory only, ~1 s per process, where no cache
-    directory is writable), or None when numba is not installed."""
+    directory is writable), or None when numba is not installed (it is optional: the extra
+    ``nonolab[fast]``; without it ``compiled=True`` runs the numpy recurrences)."""
     try:
         from numba import njit
-    except ImportError:  # pragma: no cover - numba is a dependency
+    except ImportError:
         return None
     try:
         return njit(cache=True, nogil=True)(_cavity_compiled)
@@ -326,9 +327,10 @@ def decimate(
     loaded with a CNF of the puzzle restricted to ``state`` whose variable ``r * width + c + 1``
     is cell (r, c) (e.g. :func:`nonolab.sat.fastsolve.remaining_encoding`); ``deadline``: a
     ``time.perf_counter()`` value; ``max_checks``: give up after this many CDCL checks;
-    ``seed``: None guesses the round's most polarised cells (deterministic), an integer guesses
-    a random share of them instead (:data:`SEED_POOL`; the same seed gives the same run), so
-    that restarts take different paths.
+    ``seed``: None guesses the round's most polarised cells (deterministic; equally polarised
+    cells in row-major order), an integer guesses a random share of them instead
+    (:data:`SEED_POOL`; the same seed gives the same run), so that restarts take different
+    paths.
 
     Returns ``(True, model)`` when a check found a model (the caller decodes and verifies it;
     the solver still holds it), ``(False, None)`` when the solver refuted the CNF under no
@@ -411,7 +413,9 @@ def decimate(
         pol = np.where(known < 0, np.abs(bel - 0.5), -1)
         n_unknown = int((known < 0).sum())
         k = max(1, int(frac * n_unknown))
-        order = np.argsort(-pol, axis=None)
+        # stable: cells of equal polarisation in row-major order (numpy's default sort orders
+        # ties by CPU and version, which would make the path machine-dependent)
+        order = np.argsort(-pol, axis=None, kind="stable")
         if rng is None:
             picks = order[:k]
         else:  # k of the SEED_POOL * k most polarised, still in order of polarisation

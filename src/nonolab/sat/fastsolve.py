@@ -31,7 +31,6 @@ from __future__ import annotations
 import contextlib
 import gc
 import itertools
-import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -54,13 +53,10 @@ from nonolab.sat.linesolver import (
     propagate,
 )
 from nonolab.sat.puzzles import Grid, Puzzle, check_solution
+from nonolab.sat.solvers import Watchdog, solve_limited
 
 if TYPE_CHECKING:  # imported lazily, where the fallback runs
     from nonolab.sat.bpsolve import DecimationStats
-
-#: conflicts per solve slice when a timeout is set (CaDiCaL cannot be interrupted from python-sat,
-#: so a timeout is enforced between slices of this many conflicts)
-SLICE_CONFLICTS = 2000
 
 #: CaDiCaL 1.9.5 options used by default (python-sat ``configure``): stable-mode search only and
 #: no bounded variable elimination. On two disjoint 40-puzzle samples of TAAI 2011 this cut
@@ -94,12 +90,14 @@ HARD_METHODS = ("bp", "kissat")
 BP_LIMIT_S = 1800.0
 
 #: first-solution guidance (``guide``) for problems of at most :data:`AUTO_SMALL_MAX_UNKNOWN`
-#: unknown cells: ``bp`` = belief propagation (:data:`GUIDE_ITERS` sweeps, numba kernel) ranks
-#: the unknown cells by how polarised their beliefs are, and the SAT solver first looks for a
+#: unknown cells: ``bp`` = belief propagation (:data:`GUIDE_ITERS` sweeps; the numba kernel
+#: when numba, an optional dependency, is installed, else numpy: equal messages up to rounding,
+#: which can reorder tied cells and so change conflict counts, never statuses) ranks the
+#: unknown cells by how polarised their beliefs are, and the SAT solver first looks for a
 #: solution under the likelier values of the most polarised cells as assumptions, in the
 #: stages of :data:`GUIDE_STAGES`, then without assumptions on the same instance (learnt
 #: clauses kept); ``none`` = one plain call. On TAAI 2011 ``bp`` cut MiniSat's conflicts
-#: (first solutions and uniqueness) from 2,359,575 to 371,487 (docs/decisions.md)
+#: (first solutions and uniqueness) from 2,359,575 to 371,487 with numba (docs/decisions.md)
 GUIDES = ("bp", "none")
 #: BP sweeps for the guidance (10 gave fewer conflicts than 5, 15 or 30 on a 200-puzzle sample)
 GUIDE_ITERS = 10
@@ -169,6 +167,23 @@ class _Clock:
         return self.deadline is not None and time.perf_counter() > self.deadline
 
 
+@dataclass
+class _Remaining:
+    """What the fallback's stages share: the puzzle, its propagated ``state``, the CNF ``enc``
+    of what remains unknown, the call's clock and options, and the ``times`` (seconds),
+    ``counts`` and ``info`` of its :class:`SolveResult`, filled in as the stages run."""
+
+    puzzle: Puzzle
+    state: GridState
+    enc: Encoding
+    clock: _Clock
+    prove_unique: bool
+    solver_options: dict[str, int] | None
+    times: dict[str, float]
+    counts: dict[str, int]
+    info: dict[str, str]
+
+
 def _verified(puzzle: Puzzle, grid: Grid) -> Grid:
     check_solution(puzzle, grid)  # raises PuzzleError naming the first wrong line
     return grid
@@ -221,86 +236,6 @@ def remaining_encoding(puzzle: Puzzle, state: GridState, encoding: str = "order"
             raise Contradiction(f"column {c}")
         cpl.append(pl)
     return encode_order(puzzle, known=known, row_placements=rpl, col_placements=cpl)
-
-
-#: python-sat solvers whose search can be interrupted from another thread (``interrupt()``):
-#: for them a timeout is one ``solve_limited`` call stopped by a timer, because slicing the
-#: search (below) restarts MiniSat's restart schedule at every slice and was measured to cost
-#: up to 25x more conflicts on TAAI puzzles (docs/decisions.md)
-INTERRUPTIBLE = frozenset(
-    {"minisat22", "msat22", "m22", "glucose3", "g3", "glucose4", "g4", "glucose42", "g42"}
-)
-
-
-class _Watchdog:
-    """A timer that interrupts ``s`` at ``clock``'s deadline (a solver of
-    :data:`INTERRUPTIBLE`; otherwise, or without a deadline, it does nothing), for one call or
-    for all the calls on one solver: a thread per call cost ~1 ms a puzzle on TAAI, where a
-    solve makes up to eight calls (six guided stages, the plain search, the uniqueness check).
-    Leaving it stops the timer and clears the interrupt flag."""
-
-    def __init__(self, s: Solver, clock: _Clock, name: str) -> None:
-        self.active = name in INTERRUPTIBLE and clock.deadline is not None
-        self._solver = s
-        self._timer: threading.Timer | None = None
-        if self.active and clock.deadline is not None:
-            remaining = max(clock.deadline - time.perf_counter(), 0.0)
-            self._timer = threading.Timer(remaining, s.interrupt)
-            self._timer.daemon = True
-            self._timer.start()
-
-    def __enter__(self) -> _Watchdog:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer.join()  # a timer already firing finishes before the flag is cleared
-            self._solver.clear_interrupt()
-
-
-def _solve_limited(
-    s: Solver,
-    clock: _Clock,
-    conflict_budget: int | None,
-    name: str = "",
-    assumptions: Sequence[int] = (),
-    watchdog: _Watchdog | None = None,
-) -> bool | None:
-    """Solve with an optional wall-clock deadline and conflict budget; None = gave up.
-
-    ``name``: the python-sat solver name; those in :data:`INTERRUPTIBLE` are stopped by a timer
-    thread at the deadline (``watchdog``'s, when it is active, else one for this call), the
-    others (CaDiCaL 1.9.5) in slices of :data:`SLICE_CONFLICTS`. ``assumptions``: literals
-    assumed for this call only (False then means "no solution under them").
-    """
-    if clock.deadline is None and conflict_budget is None:
-        return s.solve(assumptions=assumptions)
-    if name in INTERRUPTIBLE:
-        # always (re)set: a budget left by an earlier call on this solver (a guided stage)
-        # would otherwise still apply; -1 = no budget
-        s.conf_budget(-1 if conflict_budget is None else conflict_budget)
-        if clock.expired():
-            return None
-        if watchdog is not None and watchdog.active:
-            return s.solve_limited(assumptions=assumptions, expect_interrupt=True)
-        with _Watchdog(s, clock, name) as own:  # a timer for this call only
-            return s.solve_limited(assumptions=assumptions, expect_interrupt=own.active)
-    used = 0
-    while True:
-        if clock.expired():
-            return None
-        step = SLICE_CONFLICTS if clock.deadline is not None else conflict_budget
-        if conflict_budget is not None:
-            step = min(step, conflict_budget - used)
-            if step <= 0:
-                return None
-        before = s.accum_stats().get("conflicts", 0)
-        s.conf_budget(step)
-        res = s.solve_limited(assumptions=assumptions)
-        if res is not None:
-            return res
-        used += max(s.accum_stats().get("conflicts", 0) - before, 1)
 
 
 def solve(
@@ -473,33 +408,25 @@ def _solve(
     counts["guide_stage"] = 0
     with (
         _new_solver(solver, enc.clauses, solver_options) as s,
-        _Watchdog(s, clock, solver) as wd,
+        Watchdog(s, clock.deadline, solver) as wd,
     ):
         ok = None
         if guide == "bp" and not staged:
             ok = _guided(s, puzzle, state, clock, conflict_budget, solver, times, counts, wd)
         t = time.perf_counter()
         if not ok and not clock.expired():
-            ok = _solve_limited(s, clock, first_budget, solver, watchdog=wd)
+            ok = solve_limited(
+                s, solver, conflict_budget=first_budget, deadline=clock.deadline, watchdog=wd
+            )
         times["solve_s"] += time.perf_counter() - t
         if ok is None:
             _stats(s, counts)
             if staged and not clock.expired() and first_budget != conflict_budget:
                 s.delete()
-                return _fallback(
-                    puzzle,
-                    state,
-                    enc,
-                    clock,
-                    prove_unique,
-                    times,
-                    counts,
-                    info,
-                    solver_options,
-                    hard,
-                    encoding=encoding,
-                    bp_jobs=bp_jobs,
+                run = _Remaining(
+                    puzzle, state, enc, clock, prove_unique, solver_options, times, counts, info
                 )
+                return _fallback(run, hard, encoding=encoding, bp_jobs=bp_jobs)
             return SolveResult("unknown", reason="timeout or conflict budget (first solution)")
         if not ok:
             _stats(s, counts)
@@ -513,7 +440,9 @@ def _solve(
             return SolveResult("unknown", grid=grid, reason="uniqueness not checked")
         t = time.perf_counter()
         _block_model(s, model, state, puzzle.width)
-        ok2 = _solve_limited(s, clock, conflict_budget, solver, watchdog=wd)
+        ok2 = solve_limited(
+            s, solver, conflict_budget=conflict_budget, deadline=clock.deadline, watchdog=wd
+        )
         times["uniqueness_s"] = time.perf_counter() - t
         _stats(s, counts)
         counts["uniqueness_checked"] = int(ok2 is not None)
@@ -536,14 +465,14 @@ def _guided(
     solver: str,
     times: dict[str, float],
     counts: dict[str, int],
-    watchdog: _Watchdog | None = None,
+    watchdog: Watchdog | None = None,
 ) -> bool | None:
     """Look for a first solution on ``s`` under BP-ranked assumptions; return True when a stage
     found a model (it is ``s``'s model), else None (the caller then solves without
     assumptions; a stage refuted or out of budget only ends that stage).
 
     Belief propagation (:func:`nonolab.sat.bpsolve.beliefs`, :data:`GUIDE_ITERS` sweeps, the
-    compiled kernel) ranks the unknown cells by ``|belief - 0.5|``; stage ``(share, budget)``
+    compiled kernel when numba is installed) ranks the unknown cells by ``|belief - 0.5|``; stage ``(share, budget)``
     of :data:`GUIDE_STAGES` assumes the likelier value of the most polarised ``share`` of the
     unknown cells, with ``budget`` conflicts (at most ``conflict_budget``). ``guide_s`` gets
     the BP time (seconds), ``solve_s`` the stages'; ``counts['guide_stage']`` is the 1-based
@@ -574,7 +503,14 @@ def _guided(
                 continue
             if conflict_budget is not None:
                 budget = min(budget, conflict_budget)
-            if _solve_limited(s, clock, budget, solver, lits[:k], watchdog):
+            if solve_limited(
+                s,
+                solver,
+                conflict_budget=budget,
+                deadline=clock.deadline,
+                assumptions=lits[:k],
+                watchdog=watchdog,
+            ):
                 counts["guide_stage"] = stage
                 return True
         return None
@@ -598,81 +534,41 @@ def _gc_paused() -> Iterator[None]:
 
 
 def _fallback(
-    puzzle: Puzzle,
-    state: GridState,
-    enc: Encoding,
-    clock: _Clock,
-    prove_unique: bool,
-    times: dict[str, float],
-    counts: dict[str, int],
-    info: dict[str, str],
-    solver_options: dict[str, int] | None,
-    hard: str = "bp",
-    *,
-    encoding: str = "order",
-    bp_jobs: int = 1,
+    run: _Remaining, hard: str = "bp", *, encoding: str = "order", bp_jobs: int = 1
 ) -> SolveResult:
     """The fallback: with ``hard="bp"`` first :func:`_bp_stage`, then (unless it decided) the
     :mod:`nonolab.sat.hardsolve` stage (see there); times add to ``probe_s``, ``solve_s`` and
     ``uniqueness_s``."""
     from nonolab.sat.hardsolve import KISSAT, kissat_solve, probe_implications
 
-    counts["fallback"] = 1
+    run.counts["fallback"] = 1
     if hard == "bp":
-        res = _bp_stage(
-            puzzle,
-            state,
-            enc,
-            clock,
-            prove_unique,
-            times,
-            counts,
-            info,
-            solver_options,
-            encoding=encoding,
-            jobs=bp_jobs,
-        )
+        res = _bp_stage(run, encoding=encoding, jobs=bp_jobs)
         if res is not None:
             return res
-    info["solver"] = f"{info.get('solver', '')}+{KISSAT}"
+    run.info["solver"] = f"{run.info.get('solver', '')}+{KISSAT}"
     t = time.perf_counter()
-    extra = probe_implications(puzzle, state, clock.deadline)
-    times["probe_s"] += time.perf_counter() - t
+    extra = probe_implications(run.puzzle, run.state, run.clock.deadline)
+    run.times["probe_s"] += time.perf_counter() - t
     if extra is None:
         return SolveResult("unknown", reason="timeout (fallback: probing clauses)")
-    counts["probe_clauses"] = len(extra)
-    clauses = list(enc.clauses) + extra
+    run.counts["probe_clauses"] = len(extra)
+    clauses = list(run.enc.clauses) + extra
     t = time.perf_counter()
-    ok, model = kissat_solve(clauses, clock.deadline)
-    times["solve_s"] += time.perf_counter() - t
+    ok, model = kissat_solve(clauses, run.clock.deadline)
+    run.times["solve_s"] += time.perf_counter() - t
     if ok is None:
         return SolveResult("unknown", reason="timeout (fallback: Kissat, first solution)")
     if not ok:
         return SolveResult("unsat", reason="SAT solver (Kissat fallback): no solution")
     assert model is not None
     return _after_first(
-        puzzle,
-        state,
-        enc,
-        model,
-        clock,
-        prove_unique,
-        times,
-        counts,
-        lambda: _new_solver(AUTO_LARGE_SOLVER, clauses, solver_options),
+        run, model, lambda: _new_solver(AUTO_LARGE_SOLVER, clauses, run.solver_options)
     )
 
 
 def _after_first(
-    puzzle: Puzzle,
-    state: GridState,
-    enc: Encoding,
-    model: list[int],
-    clock: _Clock,
-    prove_unique: bool,
-    times: dict[str, float],
-    counts: dict[str, int],
-    solver_for_second: Callable[[], Any],
+    run: _Remaining, model: list[int], solver_for_second: Callable[[], Any]
 ) -> SolveResult:
     """The fallback's end once ``model`` (a first solution) is found: verify its grid, then look
     for a second solution as a 2x2 switch of it, else on the CaDiCaL instance (a context manager)
@@ -680,50 +576,39 @@ def _after_first(
     add to ``uniqueness_s``."""
     from nonolab.sat.hardsolve import switch_neighbour
 
-    times["time_to_first_s"] = time.perf_counter() - clock.t0
-    grid = _verified(puzzle, enc.decode(model))
-    if not prove_unique:
-        counts["uniqueness_checked"] = 0
+    run.times["time_to_first_s"] = time.perf_counter() - run.clock.t0
+    grid = _verified(run.puzzle, run.enc.decode(model))
+    if not run.prove_unique:
+        run.counts["uniqueness_checked"] = 0
         return SolveResult("unknown", grid=grid, reason="uniqueness not checked")
     t = time.perf_counter()
-    second = switch_neighbour(puzzle, grid)
+    second = switch_neighbour(run.puzzle, grid)
     if second is not None:
-        times["uniqueness_s"] += time.perf_counter() - t
-        counts["uniqueness_checked"] = 1
-        counts["second_by_switch"] = 1
-        return SolveResult("multiple", grid=grid, second_grid=_verified(puzzle, second))
-    n = puzzle.height * puzzle.width
+        run.times["uniqueness_s"] += time.perf_counter() - t
+        run.counts["uniqueness_checked"] = 1
+        run.counts["second_by_switch"] = 1
+        return SolveResult("multiple", grid=grid, second_grid=_verified(run.puzzle, second))
+    n = run.puzzle.height * run.puzzle.width
     with solver_for_second() as s:
-        _block_model(s, model, state, puzzle.width)
+        _block_model(s, model, run.state, run.puzzle.width)
         s.set_phases([lit for lit in model if abs(lit) <= n])
-        ok2 = _solve_limited(s, clock, None, AUTO_LARGE_SOLVER)
-        times["uniqueness_s"] += time.perf_counter() - t
-        counts["uniqueness_checked"] = int(ok2 is not None)
+        ok2 = solve_limited(s, AUTO_LARGE_SOLVER, deadline=run.clock.deadline)
+        run.times["uniqueness_s"] += time.perf_counter() - t
+        run.counts["uniqueness_checked"] = int(ok2 is not None)
         if ok2 is None:
             return SolveResult(
                 "unknown", grid=grid, reason="timeout (fallback: uniqueness, solution-guided)"
             )
         if ok2:
             return SolveResult(
-                "multiple", grid=grid, second_grid=_verified(puzzle, enc.decode(s.get_model()))
+                "multiple",
+                grid=grid,
+                second_grid=_verified(run.puzzle, run.enc.decode(s.get_model())),
             )
     return SolveResult("unique", grid=grid)
 
 
-def _bp_stage(
-    puzzle: Puzzle,
-    state: GridState,
-    enc: Encoding,
-    clock: _Clock,
-    prove_unique: bool,
-    times: dict[str, float],
-    counts: dict[str, int],
-    info: dict[str, str],
-    solver_options: dict[str, int] | None,
-    *,
-    encoding: str = "order",
-    jobs: int = 1,
-) -> SolveResult | None:
+def _bp_stage(run: _Remaining, *, encoding: str = "order", jobs: int = 1) -> SolveResult | None:
     """BP decimation (:func:`nonolab.sat.bpsolve.decimate`) for up to :data:`BP_LIMIT_S` seconds in
     the restart slices of :func:`nonolab.sat.bpsolve.schedule`, each on a fresh CaDiCaL 1.9.5: one
     after the other here (``jobs=1``), or ``jobs`` at a time in worker processes
@@ -737,44 +622,44 @@ def _bp_stage(
     from nonolab.sat import bpsolve
     from nonolab.sat.bpsolve import DecimationStats, decimate, schedule
 
-    info["solver"] = f"{info.get('solver', '')}+bp"
+    run.info["solver"] = f"{run.info.get('solver', '')}+bp"
     ds = DecimationStats()  # one for all slices: counters add up, max_known is the maximum
-    counts["bp_restarts"] = 0
-    counts["bp_jobs"] = jobs
+    run.counts["bp_restarts"] = 0
+    run.counts["bp_jobs"] = jobs
     stage_end = time.perf_counter() + BP_LIMIT_S
-    if clock.deadline is not None:
-        stage_end = min(stage_end, clock.deadline)
+    if run.clock.deadline is not None:
+        stage_end = min(stage_end, run.clock.deadline)
 
     def answer(ok: bool, model: list[int] | None, solver_for_second: Callable) -> SolveResult:
         if not ok:
             return SolveResult("unsat", reason="SAT solver (BP fallback): no solution")
         assert model is not None
-        return _after_first(
-            puzzle, state, enc, model, clock, prove_unique, times, counts, solver_for_second
-        )
+        return _after_first(run, model, solver_for_second)
 
     if jobs > 1:
         t = time.perf_counter()
         ok, model = _bp_portfolio(
-            puzzle, state, encoding, solver_options, jobs, stage_end, ds, counts
+            run.puzzle, run.state, encoding, run.solver_options, jobs, stage_end, ds, run.counts
         )
-        times["solve_s"] += time.perf_counter() - t
-        _bp_counts(ds, counts)
+        run.times["solve_s"] += time.perf_counter() - t
+        _bp_counts(ds, run.counts)
         if ok is not None:
             return answer(
-                ok, model, lambda: _new_solver(AUTO_LARGE_SOLVER, enc.clauses, solver_options)
+                ok,
+                model,
+                lambda: _new_solver(AUTO_LARGE_SOLVER, run.enc.clauses, run.solver_options),
             )
-        if clock.expired():
+        if run.clock.expired():
             return SolveResult("unknown", reason="timeout (fallback: BP decimation)")
         return None
     for index, (frac, max_checks, seed) in enumerate(schedule()):
         if time.perf_counter() >= stage_end:
             break
         t = time.perf_counter()
-        with _new_solver(AUTO_LARGE_SOLVER, enc.clauses, solver_options) as s:
+        with _new_solver(AUTO_LARGE_SOLVER, run.enc.clauses, run.solver_options) as s:
             ok, model = decimate(
-                puzzle,
-                state,
+                run.puzzle,
+                run.state,
                 s,
                 frac=frac,
                 check_conflicts=bpsolve.CHECK_CONFLICTS,
@@ -783,15 +668,15 @@ def _bp_stage(
                 stats=ds,
                 seed=seed,
             )
-            times["solve_s"] += time.perf_counter() - t
-            _bp_counts(ds, counts)
+            run.times["solve_s"] += time.perf_counter() - t
+            _bp_counts(ds, run.counts)
             if ok is not None:
                 if ok:
-                    counts["bp_slice"] = index
+                    run.counts["bp_slice"] = index
                 return answer(ok, model, lambda s=s: contextlib.nullcontext(s))
-        if clock.expired():
+        if run.clock.expired():
             return SolveResult("unknown", reason="timeout (fallback: BP decimation)")
-        counts["bp_restarts"] += 1
+        run.counts["bp_restarts"] += 1
     return None
 
 
@@ -1045,7 +930,7 @@ def _cube_worker(args: tuple) -> dict[str, Any]:
         for lit in cube:
             s.add_clause([lit])
         while len(grids) < 2:
-            ok = _solve_limited(s, clock, None, solver)
+            ok = solve_limited(s, solver, deadline=clock.deadline)
             if ok is None:
                 return {"status": "unknown", "grids": grids, "time_s": time.perf_counter() - t0}
             if not ok:

@@ -35,13 +35,10 @@ Writers: :func:`to_non`, :func:`to_nin`, :func:`to_taai` (and :func:`write_puzzl
 
 from __future__ import annotations
 
-import json
 import re
 import tomllib
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-
-import pandas as pd
 
 from nonolab.sat.puzzles import Clue, Grid, Puzzle, PuzzleError, load_study_puzzles
 
@@ -665,34 +662,6 @@ def parse_grid_puzzle(text: str, source: str = "<grid>") -> Puzzle:
 
 
 # --------------------------------------------------------------------------------------------
-# tables (results/ingest/puzzles.parquet and friends)
-
-
-def puzzles_from_table(df: pd.DataFrame, source: str = "<table>") -> list[Puzzle]:
-    """Return the puzzles of a table with ``puzzle_id`` and ``clues_json`` (``{"rows": ...,
-    "columns": ...}``), optionally ``solution_json`` and ``puzzle_hash`` (checked)."""
-    need = {"puzzle_id", "clues_json"}
-    if not need <= set(df.columns):
-        raise _err(source, None, f"table needs columns {sorted(need)}, has {list(df.columns)}")
-    out = []
-    for i, row in enumerate(df.to_dict("records")):
-        label = str(row["puzzle_id"])
-        try:
-            clues = json.loads(row["clues_json"])
-            sol = row.get("solution_json")
-            sol = json.loads(sol) if isinstance(sol, str) and sol else None
-            p = Puzzle(clues["rows"], clues["columns"], solution=sol, label=label)
-        except (json.JSONDecodeError, KeyError, TypeError) as exc:
-            raise _err(source, i + 2, f"puzzle {label}: bad clues/solution ({exc})") from None
-        except PuzzleError as exc:
-            raise PuzzleError(f"{source}: row {i + 2}: {exc}") from None
-        if "puzzle_hash" in row and row["puzzle_hash"] != p.hash:
-            raise PuzzleError(f"{source}: row {i + 2}: puzzle_hash does not match the clues")
-        out.append(p)
-    return out
-
-
-# --------------------------------------------------------------------------------------------
 # dispatch
 
 
@@ -763,7 +732,8 @@ _TXT: dict[str, Callable[[str, str], list[Puzzle]]] = {
     "rows_blank_cols": lambda t, s: [parse_rows_blank_cols(t, s)],
 }
 
-#: Every format name :func:`read_puzzles` accepts as ``fmt``.
+#: Every puzzle format name (``fmt``); ``table`` (``.csv``/``.parquet``) only through
+#: :func:`nonolab.measure.tables.read_puzzles`, which reads every format.
 FORMATS: tuple[str, ...] = (
     "json",
     "table",
@@ -791,8 +761,9 @@ def read_puzzles(path: str | Path, fmt: str | None = None) -> list[Puzzle]:
     """Return every puzzle in the file ``path``, labelled (see the module docstring).
 
     ``fmt`` overrides detection (a name in :data:`FORMATS`); by default the extension decides,
-    and ``.txt`` files are sniffed (:func:`sniff_txt`). ``.csv``/``.parquet`` tables are read
-    with :func:`puzzles_from_table`. Raises :class:`FormatError` or :class:`PuzzleError` naming
+    and ``.txt`` files are sniffed (:func:`sniff_txt`). Tables (``.csv``/``.parquet``, format
+    ``table``) need pandas and are read by :func:`nonolab.measure.tables.read_puzzles`; here
+    they raise :class:`FormatError`. Raises :class:`FormatError` or :class:`PuzzleError` naming
     the file and line, ``FileNotFoundError`` for a missing file.
     """
     path = Path(path)
@@ -801,10 +772,9 @@ def read_puzzles(path: str | Path, fmt: str | None = None) -> list[Puzzle]:
     if fmt == "json":
         return load_study_puzzles(path)
     if fmt == "table":
-        if not path.exists():
-            raise FileNotFoundError(f"puzzle table {path} does not exist")
-        df = pd.read_parquet(path) if ext == ".parquet" else pd.read_csv(path, dtype=str)
-        return puzzles_from_table(df, str(path))
+        raise FormatError(
+            f"{path}: puzzle tables are read with nonolab.measure.tables.read_puzzles"
+        )
     if fmt is None:
         if ext == ".nonpack":
             fmt = "nonpack"

@@ -27,12 +27,9 @@ import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import TYPE_CHECKING
+from typing import Any
 
 from nonolab.sat.puzzles import Clue, Grid, Puzzle
-
-if TYPE_CHECKING:
-    import pandas as pd
 
 UNKNOWN, EMPTY, FILLED = -1, 0, 1
 
@@ -646,18 +643,18 @@ def propagation_fixpoint(puzzle: Puzzle) -> GridState:
     return propagate(puzzle, GridState.blank(puzzle.height, puzzle.width))
 
 
-def line_metrics_table(
+def line_metrics_records(
     puzzles: Sequence[Puzzle], *, max_depth: int = 2, time_limit_s: float | None = 60.0
-) -> pd.DataFrame:
-    """Return one row per puzzle: ``puzzle_hash``, ``puzzle_id`` (the label), ``height``,
-    ``width`` and the :func:`line_metrics` columns (counts; ``probing_depth`` empty when beyond
-    ``max_depth``; ``frac_solved_by_propagation`` a fraction of the cells). A puzzle whose clues
-    propagation proves contradictory gets ``contradiction = True`` and empty metrics."""
-    import pandas as pd
-
-    rows = []
+) -> Iterator[dict[str, Any]]:
+    """Yield one record per puzzle: ``puzzle_hash``, ``puzzle_id`` (the label, a string),
+    ``height``, ``width``, ``contradiction`` and the :func:`line_metrics` keys (counts;
+    ``probing_depth`` None when beyond ``max_depth``; ``frac_solved_by_propagation`` a fraction
+    of the cells). A puzzle whose clues propagation proves contradictory gets
+    ``contradiction = True`` and no metrics. The table is
+    :func:`nonolab.measure.tables.line_metrics_table`."""
     for p in puzzles:
-        base = {"puzzle_hash": p.hash, "puzzle_id": str(p.label), "height": p.height}
+        base: dict[str, Any] = {"puzzle_hash": p.hash, "puzzle_id": str(p.label)}
+        base["height"] = p.height
         base["width"] = p.width
         try:
             m = line_metrics(p, max_depth=max_depth, time_limit_s=time_limit_s)
@@ -665,8 +662,4 @@ def line_metrics_table(
             base.update(m)
         except Contradiction:
             base["contradiction"] = True
-        rows.append(base)
-    df = pd.DataFrame(rows)
-    if "probing_depth" in df:
-        df["probing_depth"] = df["probing_depth"].astype("Int64")
-    return df
+        yield base

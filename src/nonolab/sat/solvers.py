@@ -6,21 +6,27 @@ python-sat's ``accum_stats()``. This is how the published statistics were produc
 (METHODS.md section 2) and runs are deterministic (same puzzle, encoding and solver => same
 counts).
 
-Budgets: ``conf_budget`` (conflicts) and ``time_limit_s`` (wall seconds, via a timer that calls
-``interrupt()``; for CaDiCaL, which python-sat cannot interrupt, between conflict slices) turn a
-run that would take too long into status ``"unknown"`` rather than a hang. Every grid returned is verified against the clues (:func:`nonolab.sat.puzzles.check_solution`).
+Budgets: ``conf_budget`` (conflicts) and ``time_limit_s`` (wall seconds) turn a run that would
+take too long into status ``"unknown"`` rather than a hang. Every limited call of the package
+goes through :func:`solve_limited`: solvers python-sat can interrupt are stopped by a timer
+(:class:`Watchdog`), the others (CaDiCaL, see :data:`NO_INTERRUPT_SOLVERS`) run in slices of
+:data:`SLICE_CONFLICTS` conflicts with the clock checked between slices. Every grid returned
+is verified against the clues (:func:`nonolab.sat.puzzles.check_solution`). Tables of these
+results (pandas) are built in :mod:`nonolab.measure.tables`.
 """
 
 from __future__ import annotations
 
+import ast
+import functools
+import re
 import threading
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
 from pysat.solvers import Solver, SolverNames
 
 from nonolab.sat.encodings import Encoding, get_encoding
@@ -54,11 +60,17 @@ STUDY_SOLVERS: tuple[str, ...] = ("minisat22", "glucose42", "cadical195")
 #: Solvers without ``solve_limited``: they can only run without budgets.
 NO_BUDGET_SOLVERS: frozenset[str] = frozenset({"lingeling"})
 
-#: Solvers with a conflict budget but no ``interrupt()`` in python-sat: a wall-time limit is
-#: applied between slices of :data:`SLICE_CONFLICTS` conflicts (see :func:`run_solver`).
+#: Solvers whose ``interrupt()`` python-sat does not implement (it raises
+#: ``NotImplementedError`` for CaDiCaL, Lingeling, CryptoMiniSat and Kissat): under a wall-time
+#: limit they run in slices of :data:`SLICE_CONFLICTS` conflicts (:func:`solve_limited`). Every
+#: other solver (MiniSat, Glucose, Gluecard, Minicard, Maple*, MergeSat, Ergo) is interrupted by
+#: a timer instead.
 NO_INTERRUPT_SOLVERS: frozenset[str] = frozenset(
-    {"cadical103", "cadical153", "cadical195", "cadical300", "lingeling"}
+    {"cadical103", "cadical153", "cadical195", "cadical300", "lingeling", "cryptosat", "kissat404"}
 )
+
+#: Conflicts per slice when a solver of :data:`NO_INTERRUPT_SOLVERS` runs under a time limit.
+SLICE_CONFLICTS = 2000
 
 STAT_COLUMNS = ("decisions", "propagations", "conflicts", "restarts")
 RECORD_COLUMNS = (
@@ -82,6 +94,7 @@ def available_solvers() -> list[str]:
     return sorted(k for k in vars(SolverNames) if not k.startswith("_"))
 
 
+@functools.cache
 def canonical_solver(name: str) -> str:
     """Return the canonical python-sat name for ``name`` or an alias (``m22``, ``g42``, ``cd19``...).
 
@@ -97,7 +110,7 @@ def canonical_solver(name: str) -> str:
 
 
 @dataclass(frozen=True)
-class SolveResult:
+class SolverRun:
     """One solver run on one encoding.
 
     ``status``: ``"sat"``, ``"unsat"`` or ``"unknown"`` (budget exhausted). ``model``: the
@@ -118,14 +131,14 @@ def run_solver(
     conf_budget: int | None = None,
     time_limit_s: float | None = None,
     extra_clauses: Sequence[Sequence[int]] = (),
-) -> SolveResult:
+) -> SolverRun:
     """Return the result of one fresh ``solver`` built with ``clauses`` and solved once.
 
-    With a budget the run uses ``solve_limited`` and returns status ``"unknown"`` when the
-    conflict budget is used up or ``time_limit_s`` wall seconds pass. Interruptible solvers are
-    stopped by a timer; CaDiCaL (no ``interrupt()`` in python-sat) runs in slices of
-    :data:`SLICE_CONFLICTS` conflicts with the clock checked between slices, so its statistics
-    under a time limit differ from an unlimited run's.
+    With a budget the run uses ``solve_limited`` (:func:`solve_limited`) and returns status
+    ``"unknown"`` when the conflict budget is used up or ``time_limit_s`` wall seconds pass.
+    Interruptible solvers are stopped by a timer; CaDiCaL (no ``interrupt()`` in python-sat)
+    runs in slices of :data:`SLICE_CONFLICTS` conflicts with the clock checked between slices,
+    so its statistics under a time limit differ from an unlimited run's.
     """
     name = _check_budgets(solver, conf_budget, time_limit_s)
     with Solver(name=name, bootstrap_with=[list(c) for c in clauses]) as s:
@@ -145,61 +158,105 @@ def _check_budgets(solver: str, conf_budget: int | None, time_limit_s: float | N
     return name
 
 
-#: Conflicts per slice when a solver that cannot be interrupted runs under a time limit.
-SLICE_CONFLICTS = 2000
+def interruptible(name: str) -> bool:
+    """Return whether python-sat can interrupt solver ``name`` (a name or alias) from another
+    thread, i.e. it is not in :data:`NO_INTERRUPT_SOLVERS`."""
+    return canonical_solver(name) not in NO_INTERRUPT_SOLVERS
 
 
-def _sliced_solve(
-    s: Solver, conf_budget: int | None, time_limit_s: float, t0: float
+class Watchdog:
+    """A timer that interrupts ``s`` at ``deadline`` (a ``time.perf_counter()`` value) when
+    the solver is :func:`interruptible` (otherwise, or without a deadline, it does nothing),
+    for one call or for all the calls on one solver: a thread per call cost ~1 ms a puzzle on
+    TAAI, where a hybrid solve makes up to eight calls. Leaving it stops the timer and clears
+    the interrupt flag. ``active``: whether a timer runs."""
+
+    def __init__(self, s: Solver, deadline: float | None, name: str) -> None:
+        self.active = deadline is not None and interruptible(name)
+        self._solver = s
+        self._timer: threading.Timer | None = None
+        if self.active and deadline is not None:
+            remaining = max(deadline - time.perf_counter(), 0.0)
+            self._timer = threading.Timer(remaining, s.interrupt)
+            self._timer.daemon = True
+            self._timer.start()
+
+    def __enter__(self) -> Watchdog:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer.join()  # a timer already firing finishes before the flag is cleared
+            self._solver.clear_interrupt()
+
+
+def solve_limited(
+    s: Solver,
+    name: str,
+    *,
+    conflict_budget: int | None = None,
+    deadline: float | None = None,
+    assumptions: Sequence[int] = (),
+    watchdog: Watchdog | None = None,
 ) -> bool | None:
-    """Time limit for solvers without ``interrupt()`` (CaDiCaL): repeated ``solve_limited``
-    calls of at most :data:`SLICE_CONFLICTS` conflicts each, checking the clock in between."""
-    start = (s.accum_stats() or {}).get("conflicts", 0)
+    """Solve ``s`` (python-sat solver ``name``) once under an optional conflict budget and
+    wall-clock ``deadline`` (a ``time.perf_counter()`` value); return True/False, or None when
+    it gave up (budget used up or deadline passed).
+
+    Without limits: a plain ``solve``. With a conflict budget only: one ``solve_limited`` call
+    with that budget, for every solver (so statistics equal an uninterrupted run's). With a
+    deadline: an :func:`interruptible` solver gets one ``solve_limited`` call stopped by a timer
+    (``watchdog``'s when it is active, else one for this call; one call, because slicing
+    restarts MiniSat's restart schedule at every slice and was measured to cost up to 25x more
+    conflicts on TAAI puzzles, docs/decisions.md); the others (CaDiCaL) run in slices of at most
+    :data:`SLICE_CONFLICTS` conflicts with the clock checked between slices, so their counters
+    differ from an unlimited run's. ``assumptions``: literals assumed for this call only (False
+    then means "no solution under them"). The budget is set at every call, so one left by an
+    earlier call on the same solver never applies.
+    """
+    if deadline is None:
+        if conflict_budget is None:
+            return s.solve(assumptions=assumptions)
+        s.conf_budget(conflict_budget)
+        return s.solve_limited(assumptions=assumptions)
+    if interruptible(name):
+        s.conf_budget(-1 if conflict_budget is None else conflict_budget)  # -1: no budget
+        if time.perf_counter() > deadline:
+            return None
+        if watchdog is not None and watchdog.active:
+            return s.solve_limited(assumptions=assumptions, expect_interrupt=True)
+        with Watchdog(s, deadline, name) as own:
+            return s.solve_limited(assumptions=assumptions, expect_interrupt=own.active)
+    used = 0
     while True:
+        if time.perf_counter() > deadline:
+            return None
         step = SLICE_CONFLICTS
-        if conf_budget is not None:
-            left = conf_budget - ((s.accum_stats() or {}).get("conflicts", 0) - start)
-            if left <= 0:
+        if conflict_budget is not None:
+            step = min(step, conflict_budget - used)
+            if step <= 0:
                 return None
-            step = min(step, left)
-        s.conf_budget(int(step))
-        res = s.solve_limited()
+        before = (s.accum_stats() or {}).get("conflicts", 0)
+        s.conf_budget(step)
+        res = s.solve_limited(assumptions=assumptions)
         if res is not None:
             return res
-        if time.perf_counter() - t0 >= time_limit_s:
-            return None
+        used += max((s.accum_stats() or {}).get("conflicts", 0) - before, 1)
 
 
-def _solve(
-    s: Solver, conf_budget: int | None, time_limit_s: float | None, name: str = ""
-) -> SolveResult:
-    timer = None
+def _solve(s: Solver, conf_budget: int | None, time_limit_s: float | None, name: str) -> SolverRun:
     t0 = time.perf_counter()
-    if conf_budget is None and time_limit_s is None:
-        res = s.solve()
-    elif time_limit_s is not None and name in NO_INTERRUPT_SOLVERS:
-        res = _sliced_solve(s, conf_budget, time_limit_s, t0)
-    else:
-        if conf_budget is not None:
-            s.conf_budget(int(conf_budget))
-        if time_limit_s is not None:
-            timer = threading.Timer(time_limit_s, s.interrupt)
-            timer.daemon = True
-            timer.start()
-        try:
-            res = s.solve_limited(expect_interrupt=time_limit_s is not None)
-        finally:
-            if timer is not None:
-                timer.cancel()
-                s.clear_interrupt()
+    deadline = None if time_limit_s is None else t0 + time_limit_s
+    res = solve_limited(s, name, conflict_budget=conf_budget, deadline=deadline)
     elapsed = time.perf_counter() - t0
     stats = s.accum_stats() or {}
     stats = {k: int(stats.get(k, 0)) for k in STAT_COLUMNS}
     if res is None:
-        return SolveResult("unknown", None, stats, elapsed)
+        return SolverRun("unknown", None, stats, elapsed)
     if res:
-        return SolveResult("sat", list(s.get_model()), stats, elapsed)
-    return SolveResult("unsat", None, stats, elapsed)
+        return SolverRun("sat", list(s.get_model()), stats, elapsed)
+    return SolverRun("unsat", None, stats, elapsed)
 
 
 def _verified_grid(puzzle: Puzzle, enc: Encoding, model: Sequence[int]) -> Grid:
@@ -246,32 +303,25 @@ def solver_record(
     }
 
 
-def stats_table(
+def solver_records(
     puzzles: Iterable[Puzzle],
     encodings: Iterable[str] = ("block_start",),
     solvers: Iterable[str] = STUDY_SOLVERS,
     *,
     conf_budget: int | None = None,
     time_limit_s: float | None = None,
-) -> pd.DataFrame:
-    """Return one row per puzzle x encoding x solver (columns :data:`RECORD_COLUMNS`).
-
-    Rows come in input order: puzzles, then encodings, then solvers. Each encoding is built
-    once per puzzle.
-    """
+) -> Iterator[dict[str, Any]]:
+    """Yield one :func:`solver_record` per puzzle x encoding x solver, in input order:
+    puzzles, then encodings, then solvers. Each encoding is built once per puzzle."""
     encodings = list(encodings)
     solvers = [canonical_solver(s) for s in solvers]
-    rows = []
     for p in puzzles:
         for e in encodings:
             enc = get_encoding(e)(p)
             for s in solvers:
-                rows.append(
-                    solver_record(
-                        p, e, s, conf_budget=conf_budget, time_limit_s=time_limit_s, enc=enc
-                    )
+                yield solver_record(
+                    p, e, s, conf_budget=conf_budget, time_limit_s=time_limit_s, enc=enc
                 )
-    return pd.DataFrame(rows, columns=list(RECORD_COLUMNS))
 
 
 def solve_puzzle(
@@ -343,6 +393,42 @@ def uniqueness(
     return Uniqueness("multiple", grid, other, stats, total_time)
 
 
+def _grid_text(grid: Grid | None) -> str:
+    return "" if grid is None else "/".join("".join("#" if v else "." for v in r) for r in grid)
+
+
+def uniqueness_records(
+    puzzles: Iterable[Puzzle],
+    encodings: Iterable[str],
+    solver: str = "minisat22",
+    *,
+    conf_budget: int | None = None,
+) -> Iterator[dict[str, Any]]:
+    """Yield one record per puzzle x encoding with the :func:`uniqueness` answer.
+
+    Keys: ``puzzle_hash``, ``puzzle_id``, ``encoding``, ``solver``, ``status``
+    (unique/multiple/unsat/unknown), ``matches_solution`` (the first grid found equals the
+    puzzle's given solution; None when none is given or no grid was found), ``grid`` and
+    ``second_grid`` (rows of ``#``/``.`` joined by ``/``; empty when absent).
+    """
+    encodings = list(encodings)
+    for p in puzzles:
+        for e in encodings:
+            u = uniqueness(p, e, solver, conf_budget=conf_budget)
+            yield {
+                "puzzle_hash": p.hash,
+                "puzzle_id": p.label,
+                "encoding": e,
+                "solver": canonical_solver(solver),
+                "status": u.status,
+                "matches_solution": (
+                    None if p.solution is None or u.grid is None else u.grid == p.solution
+                ),
+                "grid": _grid_text(u.grid),
+                "second_grid": _grid_text(u.second_grid),
+            }
+
+
 #: Solver names in the study's ``solver_statistics.txt`` -> python-sat names.
 PUBLISHED_SOLVER_NAMES = {
     "MiniSat22": "minisat22",
@@ -351,17 +437,15 @@ PUBLISHED_SOLVER_NAMES = {
 }
 
 
-def parse_solver_statistics(path: str | Path) -> pd.DataFrame:
-    """Return the published ``solver_statistics.txt`` as a table.
+def read_solver_statistics(path: str | Path) -> list[dict[str, Any]]:
+    """Return the records of the published ``solver_statistics.txt``.
 
-    One row per ``puzzle id`` x ``Solver`` block, with columns ``puzzle_id`` (the served id, a
+    One record per ``puzzle id`` x ``Solver`` block, with keys ``puzzle_id`` (the served id, a
     string), ``solver`` (python-sat name), ``variables``, ``clauses``, ``decisions``,
-    ``propagations``, ``conflicts``, ``restarts`` and ``time_s`` (the published ``time_ms`` /
-    1000). Raises :class:`ValueError` naming the file and line for text it cannot read.
+    ``propagations``, ``conflicts``, ``restarts`` (counts) and ``time_s`` (the published
+    ``time_ms`` / 1000, seconds). Raises :class:`ValueError` naming the file and line for text
+    it cannot read.
     """
-    import ast
-    import re
-
     path = Path(path)
     rows = []
     pid = solver = None
@@ -393,109 +477,4 @@ def parse_solver_statistics(path: str | Path) -> pd.DataFrame:
             raise ValueError(f"{path}:{n}: unexpected line {s[:60]!r}")
     if not rows:
         raise ValueError(f"{path}: no solver statistics found")
-    return pd.DataFrame(rows)
-
-
-def compare_published(
-    metrics: pd.DataFrame, published: pd.DataFrame, encoding: str = "block_start"
-) -> pd.DataFrame:
-    """Return computed vs published statistics, one row per puzzle x solver x quantity.
-
-    ``metrics``: rows of :func:`stats_table`; ``published``: :func:`parse_solver_statistics`.
-    Joined on the served id (``puzzle_id``) and solver, for ``encoding`` only. Columns:
-    ``puzzle_id``, ``puzzle_hash``, ``solver``, ``quantity`` (variables, clauses, decisions,
-    propagations, conflicts, restarts), ``published``, ``computed``, ``equal``. A published row
-    with no computed match gets ``computed`` missing and ``equal`` False.
-    """
-    quantities = ["variables", "clauses", *STAT_COLUMNS]
-    m = metrics[metrics["encoding"] == encoding]
-    m = m.assign(puzzle_id=m["puzzle_id"].astype(str))
-    pub = published.assign(puzzle_id=published["puzzle_id"].astype(str))
-    joined = pub.merge(
-        m[["puzzle_id", "puzzle_hash", "solver", *quantities]],
-        on=["puzzle_id", "solver"],
-        how="left",
-        suffixes=("_published", "_computed"),
-    )
-    rows = []
-    for _, r in joined.iterrows():
-        for q in quantities:
-            comp = r[f"{q}_computed"]
-            has = pd.notna(comp)
-            rows.append(
-                {
-                    "puzzle_id": r["puzzle_id"],
-                    "puzzle_hash": r["puzzle_hash"] if has else "",
-                    "solver": r["solver"],
-                    "quantity": q,
-                    "published": int(r[f"{q}_published"]),
-                    "computed": int(comp) if has else pd.NA,
-                    "equal": bool(has and int(comp) == int(r[f"{q}_published"])),
-                }
-            )
-    out = pd.DataFrame(rows)
-    out["computed"] = out["computed"].astype("Int64")
-    return out
-
-
-METRIC_COLUMNS = [c for c in RECORD_COLUMNS if c != "time_s"]
-TIMING_COLUMNS = ["puzzle_hash", "puzzle_id", "encoding", "solver", "time_s"]
-
-
-def metrics_and_timings(
-    puzzles: Iterable[Puzzle],
-    encodings: Iterable[str],
-    solvers: Iterable[str],
-    *,
-    conf_budget: int | None = None,
-) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Return ``(metrics, timings)`` from :func:`stats_table`.
-
-    ``metrics`` (columns :data:`METRIC_COLUMNS`) holds only deterministic values, so the same
-    puzzles and settings give a byte-identical table; ``timings`` (:data:`TIMING_COLUMNS`)
-    holds the wall seconds of each solve call. No wall-time limit is used here, since it would
-    make ``status`` depend on the machine.
-    """
-    stats = stats_table(puzzles, encodings, solvers, conf_budget=conf_budget)
-    return stats[METRIC_COLUMNS].copy(), stats[TIMING_COLUMNS].copy()
-
-
-def _grid_text(grid: Grid | None) -> str:
-    return "" if grid is None else "/".join("".join("#" if v else "." for v in r) for r in grid)
-
-
-def uniqueness_table(
-    puzzles: Iterable[Puzzle],
-    encodings: Iterable[str],
-    solver: str = "minisat22",
-    *,
-    conf_budget: int | None = None,
-) -> pd.DataFrame:
-    """Return one row per puzzle x encoding with the :func:`uniqueness` answer.
-
-    Columns: ``puzzle_hash``, ``puzzle_id``, ``encoding``, ``solver``, ``status``
-    (unique/multiple/unsat/unknown), ``matches_solution`` (the first grid found equals the
-    puzzle's given solution; missing when none is given or no grid was found), ``grid`` and
-    ``second_grid`` (rows of ``#``/``.`` joined by ``/``; empty when absent).
-    """
-    encodings = list(encodings)
-    rows = []
-    for p in puzzles:
-        for e in encodings:
-            u = uniqueness(p, e, solver, conf_budget=conf_budget)
-            match = pd.NA if p.solution is None or u.grid is None else u.grid == p.solution
-            rows.append(
-                {
-                    "puzzle_hash": p.hash,
-                    "puzzle_id": p.label,
-                    "encoding": e,
-                    "solver": canonical_solver(solver),
-                    "status": u.status,
-                    "matches_solution": match,
-                    "grid": _grid_text(u.grid),
-                    "second_grid": _grid_text(u.second_grid),
-                }
-            )
-    out = pd.DataFrame(rows)
-    out["matches_solution"] = out["matches_solution"].astype("boolean")
-    return out
+    return rows

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from nonolab.sat.formats import FORMATS, read_puzzles, write_puzzles
+from nonolab.sat.formats import FORMATS, write_puzzles
 from nonolab.sat.puzzles import Puzzle
 
 
@@ -34,7 +34,8 @@ def _encodings(names: list[str] | None) -> list[str]:
 
 
 def _stats(args: argparse.Namespace) -> int:
-    from nonolab.sat.solvers import STUDY_SOLVERS, stats_table
+    from nonolab.measure.tables import read_puzzles, stats_table
+    from nonolab.sat.solvers import STUDY_SOLVERS
 
     puzzles = read_puzzles(args.file, args.format)
     try:
@@ -101,6 +102,7 @@ def _generate(args: argparse.Namespace) -> int:
 
 
 def _encode(args: argparse.Namespace) -> int:
+    from nonolab.measure.tables import read_puzzles
     from nonolab.sat.encodings import get_encoding
 
     puzzles = read_puzzles(args.file, args.format)

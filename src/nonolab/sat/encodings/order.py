@@ -204,20 +204,15 @@ def encode_order(
     h, w = puzzle.height, puzzle.width
     clauses: list[Sequence[int]] = []
     v = h * w + 1
-    for r in range(h):
-        pl = None
-        if row_placements is not None:
-            pl = row_placements[r]
-            if pl is SKIP:
-                continue
-        v = line_clauses(puzzle.rows[r], range(r * w + 1, r * w + w + 1), v, clauses, pl)
-    for c in range(w):
-        pl = None
-        if col_placements is not None:
-            pl = col_placements[c]
-            if pl is SKIP:
-                continue
-        v = line_clauses(puzzle.cols[c], range(c + 1, h * w + 1, w), v, clauses, pl)
+    lines = [(puzzle.rows[r], range(r * w + 1, r * w + w + 1)) for r in range(h)]
+    lines += [(puzzle.cols[c], range(c + 1, h * w + 1, w)) for c in range(w)]
+    placements = [
+        *(row_placements if row_placements is not None else [None] * h),
+        *(col_placements if col_placements is not None else [None] * w),
+    ]
+    for (clue, cells), pl in zip(lines, placements, strict=True):
+        if pl is not SKIP:  # rows first, then columns: the clause order is part of the CNF
+            v = line_clauses(clue, cells, v, clauses, pl)
     if known is not None:
         for r, row in enumerate(known):
             for c, val in enumerate(row):
