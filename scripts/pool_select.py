@@ -1,11 +1,11 @@
-"""Snakemake script: the paper's selection from the merged pool (METHODS 1)."""
+"""Snakemake script of rule `pool_select`: the paper's selection from the merged pool (METHODS 1)."""
 
 import logging
 
 import pandas as pd
 
+from nonolab.core.tables import write_json, write_table
 from nonolab.measure.sweep import selection_table, study_puzzle_json
-from nonolab.report.provenance import write_json, write_table
 
 logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, format="%(message)s", force=True)
 log = logging.getLogger("pool_select")
@@ -25,16 +25,7 @@ selected = selection_table(
     drop_top_frac=float(sel["drop_top_frac"]),
     per_group=int(sel["per_group"]),
 )
-for row in selected.itertuples(index=False):
-    log.info(
-        "label %s: pool entry %d (%s), %s=%d, group %s",
-        row.label,
-        row.pool_index,
-        row.puzzle_hash[:12],
-        sel["metric"],
-        getattr(row, sel["metric"]),
-        row.selection,
-    )
+log.info("selected:\n%s", selected.to_string(index=False))
 params = {k: v for k, v in cfg.items() if k not in ("seed", "shards")}
 write_table(
     selected,

@@ -96,3 +96,16 @@ def _load_all() -> None:
 
     for mod in pkgutil.iter_modules(__path__):
         importlib.import_module(f"{__name__}.{mod.name}")
+
+
+def resolve_encodings(spec: str | Sequence[str]) -> list[str]:
+    """Return the encoding names a config value asks for: ``"registered"`` means every
+    registered encoding (``block_start``, the paper's, first; the rest by name), a list is
+    checked against the registry and returned as it is."""
+    _load_all()
+    if spec == "registered":
+        return sorted(ENCODINGS, key=lambda e: (e != "block_start", e))
+    names = [spec] if isinstance(spec, str) else list(spec)
+    for name in names:
+        get_encoding(name)
+    return names
