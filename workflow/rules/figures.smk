@@ -1,5 +1,6 @@
-# Stage: figures. Paper figures drawn from tables (and, for trajectories, the ingest events);
-# nothing is refitted here. Each figure: PNG (in the report) + PDF, under results/figures/.
+# Stage: figures. Paper figures drawn from tables; nothing is refitted here (the trajectory
+# table is replayed from the ingest events by rule `trajectories`, not by a figure rule).
+# Each figure: PNG (in the report) + PDF, under results/figures/.
 
 
 # PNG (wrapped for the report, caption workflow/report/fig_<name>.rst) and PDF outputs.
@@ -45,7 +46,7 @@ rule fig_strengths:
         mem_mb=1000,
         runtime=5,
     script:
-        "../../scripts/fig_ranking.py"
+        "../../scripts/fig_strengths.py"
 
 
 rule fig_rank_metrics:
@@ -66,7 +67,7 @@ rule fig_rank_metrics:
         main_solver=config["ranking"]["main_solver"],
         main_encoding=config["ranking"]["main_encoding"],
     script:
-        "../../scripts/fig_ranking.py"
+        "../../scripts/fig_rank_metrics.py"
 
 
 rule fig_theme_prevalence:
@@ -84,7 +85,7 @@ rule fig_theme_prevalence:
         mem_mb=1000,
         runtime=5,
     script:
-        "../../scripts/fig_themes.py"
+        "../../scripts/fig_theme_prevalence.py"
 
 
 rule fig_theme_difficulty:
@@ -103,7 +104,7 @@ rule fig_theme_difficulty:
     params:
         alpha=config["figures"]["fdr_alpha"],
     script:
-        "../../scripts/fig_themes.py"
+        "../../scripts/fig_theme_difficulty.py"
 
 
 rule fig_ratings:
@@ -123,15 +124,14 @@ rule fig_ratings:
         "../../scripts/fig_ratings.py"
 
 
-rule fig_trajectories:
+rule trajectories:
     input:
         events="results/ingest/events.parquet",
         puzzles="results/ingest/puzzles.parquet",
     output:
-        **fig_out("solve_trajectories", "Ratings"),
         table="results/figures/solve_trajectories.csv",
     log:
-        "results/logs/fig_trajectories.log",
+        "results/logs/trajectories.log",
     conda:
         "../../envs/nonolab.yaml"
     threads: 1
@@ -140,9 +140,27 @@ rule fig_trajectories:
         runtime=10,
     params:
         step_s=config["figures"]["trajectory_step_s"],
+    script:
+        "../../scripts/trajectories.py"
+
+
+rule fig_trajectories:
+    input:
+        table="results/figures/solve_trajectories.csv",
+    output:
+        **fig_out("solve_trajectories", "Ratings"),
+    log:
+        "results/logs/fig_trajectories.log",
+    conda:
+        "../../envs/nonolab.yaml"
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=5,
+    params:
         max_minutes=config["figures"]["trajectory_max_minutes"],
     script:
-        "../../scripts/fig_ratings.py"
+        "../../scripts/fig_trajectories.py"
 
 
 FIGURES.extend(

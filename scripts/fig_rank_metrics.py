@@ -1,0 +1,19 @@
+"""Snakemake script of rule `fig_rank_metrics`: Bradley-Terry rank against each solver metric."""
+
+import logging
+
+import pandas as pd
+
+from nonolab.report.figures import save_figure
+from nonolab.report.figures.ranking import plot_rank_vs_metrics
+
+logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, format="%(message)s")
+p = snakemake.params
+points = pd.read_csv(snakemake.input.points, dtype={"puzzle_id": str, "source_hash": str})
+table = pd.read_csv(snakemake.input.table)
+main = {"solver": p.main_solver, "encoding": p.main_encoding}
+pick = lambda d: d[(d["solver"] == main["solver"]) & (d["encoding"] == main["encoding"])]  # noqa: E731
+save_figure(
+    plot_rank_vs_metrics(pick(points), pick(table)), snakemake.output.png, snakemake.output.pdf
+)
+logging.info("wrote %s (%s)", snakemake.output.png, main)

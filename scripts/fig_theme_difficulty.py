@@ -1,0 +1,15 @@
+"""Snakemake script of rule `fig_theme_difficulty`: rated difficulty with and without each
+theme (FDR-marked tests)."""
+
+import logging
+
+import pandas as pd
+
+from nonolab.report.figures import save_figure
+from nonolab.report.figures.themes import plot_theme_difficulty
+
+logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, format="%(message)s")
+tests = pd.read_csv(snakemake.input.tests)
+fig = plot_theme_difficulty(tests, alpha=snakemake.params.alpha)
+save_figure(fig, snakemake.output.png, snakemake.output.pdf)
+logging.info("wrote %s", snakemake.output.png)
