@@ -23,9 +23,11 @@ from typing import Any
 import jsonschema
 import yaml
 
+from nonolab.core.paths import workflow_root
 from nonolab.report.provenance import file_sha256
 
-REPO = Path(__file__).resolve().parents[3]
+#: the checkout root, or the workflow copy installed with the package (nonolab.core.paths)
+REPO = workflow_root()
 PRESET_DIR = REPO / "config" / "studies"
 SCHEMA_DIR = REPO / "workflow" / "schemas"
 
