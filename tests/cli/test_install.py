@@ -15,6 +15,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tarfile
 from pathlib import Path
 
 import pytest
@@ -123,3 +124,37 @@ def test_installed_nonolab_run_plans_and_runs_the_workflow(installed, tmp_path):
     assert done.returncode == 0, done.stdout + done.stderr
     assert (out / "results" / "ingest" / "summary.json").is_file()
     assert (out / "results" / "ingest" / "attempts.csv").is_file()
+
+
+def test_sdist_carries_the_workflow(installed, tmp_path):
+    """The source distribution holds the top-level files the wheel's copy is made from."""
+    src = installed[0].parent / "src"
+    res = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys; from setuptools import build_meta as b; print(b.build_sdist(sys.argv[1]))",
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=src,
+        check=False,
+    )
+    assert res.returncode == 0, res.stderr
+    with tarfile.open(tmp_path / res.stdout.split()[-1]) as tar:
+        names = {n.split("/", 1)[1] for n in tar.getnames() if "/" in n}
+    for path in (
+        "setup.py",
+        "Snakefile",
+        "workflow/rules/common.smk",
+        "workflow/schemas/config.schema.yaml",
+        "workflow/report/workflow.rst",
+        "workflow/profiles/local-cluster/submit.sh",
+        "scripts/ingest.py",
+        "config/config.yaml",
+        "config/studies/he2026.yaml",
+        "envs/nonolab.yaml",
+        "data/example-study/nonograms_6.json",
+    ):
+        assert path in names, f"sdist lacks {path}"
