@@ -17,7 +17,7 @@ help:
 	@echo "make reproduce [STUDY=path]  run the workflow, write results/"
 	@echo "make figures                 redraw figures from existing tables"
 	@echo "make report                  build results/report.html"
-	@echo "make test                    ruff, snakefmt --check, snakemake --lint, pytest"
+	@echo "make test                    ruff, snakefmt --check, snakemake --lint, lint-imports, pytest"
 	@echo "make bench                   solve benchmark (needs the bench extra: OR-Tools)"
 	@echo "make bench-scale             ingest/features/models at 1,000 and 10,000 participants"
 	@echo "make bench-recovery          parameter recovery on simulated studies"
@@ -26,8 +26,10 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --upgrade pip
 
-$(VENV)/.installed: pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install -e '.[dev,fast]'
+# dev = every extra (pipeline, plot, fast) and the test tools (pytest, hypothesis, ruff, snakefmt,
+# import-linter, setuptools for the install test)
+$(VENV)/.installed: pyproject.toml setup.py | $(BIN)/python
+	$(BIN)/python -m pip install -e '.[dev]'
 	touch $@
 
 install: $(VENV)/.installed
@@ -44,14 +46,15 @@ report: install
 	$(BIN)/snakemake --report results/report.html --cores $(CORES) $(STUDY_CONFIG)
 
 lint: install
-	$(BIN)/ruff check src scripts tests benchmarks
-	$(BIN)/ruff format --check src scripts tests benchmarks
+	$(BIN)/ruff check src scripts tests benchmarks setup.py
+	$(BIN)/ruff format --check src scripts tests benchmarks setup.py
 	$(BIN)/snakefmt --check Snakefile workflow/rules
 	$(BIN)/snakemake --lint
+	$(BIN)/lint-imports
 
 format: install
-	$(BIN)/ruff check --fix src scripts tests benchmarks
-	$(BIN)/ruff format src scripts tests benchmarks
+	$(BIN)/ruff check --fix src scripts tests benchmarks setup.py
+	$(BIN)/ruff format src scripts tests benchmarks setup.py
 	$(BIN)/snakefmt Snakefile workflow/rules
 
 # Slow tests (marked `slow`) run only with NONOLAB_SLOW=1 (as in CI) or PYTEST_ARGS='-m slow'.

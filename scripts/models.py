@@ -1,10 +1,6 @@
 """Snakemake entry point of rule `behaviour_models`: behaviour ~ SAT metric crossed-random-effects
 LMMs (METHODS 9) under the corrected and, when available, the published alignment."""
 
-from nonolab.core.threads import limit_blas_threads
-
-limit_blas_threads(snakemake.threads)
-
 import logging  # noqa: E402
 
 import pandas as pd  # noqa: E402

@@ -1,10 +1,6 @@
 """Snakemake entry point of rule `moderation`: final difficulty ~ metric x expertise with crossed
 random intercepts, simple slopes at expertise -1/0/+1 SD (METHODS 9), both alignments."""
 
-from nonolab.core.threads import limit_blas_threads
-
-limit_blas_threads(snakemake.threads)
-
 import logging  # noqa: E402
 
 import pandas as pd  # noqa: E402

@@ -1,10 +1,6 @@
 """Snakemake entry point of rule `threshold_sensitivity`: pause counts recomputed from the
 within-puzzle gaps at each configured threshold; pause summaries and pauses ~ metric LMMs."""
 
-from nonolab.core.threads import limit_blas_threads
-
-limit_blas_threads(snakemake.threads)
-
 import json  # noqa: E402
 import logging  # noqa: E402
 

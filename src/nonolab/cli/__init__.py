@@ -3,44 +3,166 @@
 Sub-commands live in :mod:`nonolab.cli.commands`: every module there defines
 ``register(subparsers)``, which adds its sub-commands with ``set_defaults(func=...)``; ``func``
 takes the parsed namespace and returns an exit code.
+
+:data:`COMMANDS` names each command's module and one-line help, so that ``nonolab --help``
+lists the commands without importing any of them: a command's module (and the libraries it
+needs: pandas, Snakemake, ...) is imported only when that command runs or shows its help. A
+command whose optional dependencies are missing ends with an error naming the extra to install
+(:data:`EXTRAS`).
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
-import pkgutil
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
-from nonolab import __version__
+#: command -> (module under nonolab.cli.commands that registers it, one-line help)
+COMMANDS: dict[str, tuple[str, str]] = {
+    "run": ("run", "run the whole analysis workflow (Snakemake) on a study folder"),
+    "ingest": ("ingest", "read a study's logs into tidy tables and a ledger"),
+    "features": ("ingest", "per-attempt behavioural features from ingest tables"),
+    "simulate": (
+        "simulate",
+        "write a simulated study (public-study layout plus ground_truth.json)",
+    ),
+    "solve": ("solve", "solve puzzle files (any supported format) and decide uniqueness"),
+    "stats": (
+        "sat",
+        "SAT solver statistics of every puzzle in a file (all solvers x encodings)",
+    ),
+    "generate": (
+        "sat",
+        "random puzzles with a fixed number of filled cells and a unique solution",
+    ),
+    "encode": ("sat", "write a puzzle's CNF as DIMACS"),
+}
+
+#: commands whose arguments after ``--`` are passed on unparsed, and the namespace attribute
+#: that receives them (a list of strings)
+PASSTHROUGH: dict[str, str] = {"run": "snakemake_args"}
+
+#: top-level name of an optional dependency -> the extra of ``pip install 'nonolab[EXTRA]'``
+#: that installs it
+EXTRAS: dict[str, str] = {
+    **dict.fromkeys(
+        (
+            "pandas",
+            "pyarrow",
+            "scipy",
+            "sklearn",
+            "statsmodels",
+            "choix",
+            "jsonschema",
+            "yaml",
+            "threadpoolctl",
+            "pandera",
+            "snakemake",
+        ),
+        "pipeline",
+    ),
+    "matplotlib": "plot",
+    "numba": "fast",
+}
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """Return the top-level parser with every sub-command of :mod:`nonolab.cli.commands`."""
+def missing_extra_message(command: str, module: str) -> str | None:
+    """Return the error text for ``command`` failing to import ``module`` (naming the extra
+    that installs it), or None when ``module`` is not an optional dependency of nonolab."""
+    top = module.split(".")[0]
+    extra = EXTRAS.get(top)
+    if extra is None:
+        return None
+    return (
+        f"`nonolab {command}` needs {top!r}, which is not installed: it comes with the "
+        f"'{extra}' extra, pip install 'nonolab[{extra}]'"
+    )
+
+
+class _VersionAction(argparse.Action):
+    """``--version``: print ``nonolab <version>`` and exit (the version is looked up only
+    then)."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: object) -> None:
+        super().__init__(option_strings, dest, nargs=0, help="show the version and exit")
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: object,
+        option_string: str | None = None,
+    ) -> None:
+        import nonolab
+
+        print(f"nonolab {nonolab.__version__}")
+        parser.exit()
+
+
+def _command_of(argv: Sequence[str]) -> str | None:
+    """Return the sub-command named in ``argv`` (its first word that is not an option)."""
+    for word in argv:
+        if word == "--":
+            return None
+        if not word.startswith("-"):
+            return word if word in COMMANDS else None
+    return None
+
+
+def build_parser(commands: Iterable[str] | None = None) -> argparse.ArgumentParser:
+    """Return the top-level parser.
+
+    The commands in ``commands`` (default: every command) get their full parsers, which
+    imports their modules; the others are listed with their one-line help only.
+    """
+    load = set(COMMANDS) if commands is None else set(commands)
+    modules = {COMMANDS[c][0] for c in load if c in COMMANDS}
     parser = argparse.ArgumentParser(
         prog="nonolab",
         description="Nonogram difficulty study pipeline and Nonogram SAT toolkit.",
     )
-    parser.add_argument("--version", action="version", version=f"nonolab {__version__}")
+    parser.add_argument("--version", action=_VersionAction)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    import nonolab.cli.commands as commands
-
-    for mod in sorted(pkgutil.iter_modules(commands.__path__), key=lambda m: m.name):
-        module = importlib.import_module(f"nonolab.cli.commands.{mod.name}")
-        module.register(sub)
+    registered: set[str] = set()
+    for name, (module_name, help_text) in COMMANDS.items():
+        if name in registered:
+            continue
+        if module_name in modules:
+            module = importlib.import_module(f"nonolab.cli.commands.{module_name}")
+            before = set(sub.choices)
+            module.register(sub)
+            registered |= set(sub.choices) - before
+            modules.discard(module_name)
+        else:
+            sub.add_parser(name, help=help_text, add_help=False)
+            registered.add(name)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the process exit code."""
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    if not getattr(args, "func", None):
-        parser.print_help()
-        return 0
+    argv = list(sys.argv[1:] if argv is None else argv)
+    command = _command_of(argv)
+    passthrough: list[str] = []
+    if command in PASSTHROUGH and "--" in argv:
+        cut = argv.index("--")
+        argv, passthrough = argv[:cut], argv[cut + 1 :]
     try:
+        parser = build_parser([command] if command else [])
+        args = parser.parse_args(argv)
+        if command in PASSTHROUGH:
+            setattr(args, PASSTHROUGH[command], passthrough)
+        if not getattr(args, "func", None):
+            parser.print_help()
+            return 0
         return int(args.func(args) or 0)
+    except ModuleNotFoundError as exc:
+        message = missing_extra_message(command or "", exc.name or "")
+        if message is None:
+            raise
+        print(f"nonolab: error: {message}", file=sys.stderr)
+        return 2
     except (ValueError, FileNotFoundError) as exc:  # documented user-facing errors
         print(f"nonolab: error: {exc}", file=sys.stderr)
         return 2

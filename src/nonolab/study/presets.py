@@ -24,8 +24,10 @@ import jsonschema
 import yaml
 
 from nonolab.core.hashing import file_sha256
+from nonolab.core.paths import workflow_root
 
-REPO = Path(__file__).resolve().parents[3]
+#: the checkout root, or the workflow copy installed with the package (nonolab.core.paths)
+REPO = workflow_root()
 PRESET_DIR = REPO / "config" / "studies"
 SCHEMA_DIR = REPO / "workflow" / "schemas"
 
