@@ -4,7 +4,8 @@ puzzles (METHODS 2)."""
 import logging
 
 from nonolab.core.tables import write_table
-from nonolab.measure.tables import metrics_and_timings, read_puzzles, uniqueness_table
+from nonolab.measure.puzzle_files import read_puzzles
+from nonolab.measure.tables import metrics_and_timings, uniqueness_table
 from nonolab.sat.encodings import resolve_encodings
 from nonolab.study.schemas import write_checked_table
 

@@ -9,7 +9,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from nonolab.measure.tables import puzzles_from_table, read_puzzles, select_study_puzzles
+from nonolab.measure.puzzle_files import read_puzzles
+from nonolab.measure.tables import puzzles_from_table, select_study_puzzles
 from nonolab.sat.formats import FormatError
 from nonolab.sat.formats import read_puzzles as read_puzzle_file
 from nonolab.sat.puzzles import Puzzle, PuzzleError
@@ -45,7 +46,7 @@ def test_read_puzzles_tables_and_other_files(tmp_path):
     for name in ("t.csv", "t.parquet"):
         (got,) = read_puzzles(tmp_path / name)
         assert got == Puzzle(ROWS, COLS) and got.label == "3"
-        with pytest.raises(FormatError, match="nonolab.measure.tables.read_puzzles"):
+        with pytest.raises(FormatError, match="nonolab.measure.puzzle_files.read_puzzles"):
             read_puzzle_file(tmp_path / name)
     with pytest.raises(FileNotFoundError):
         read_puzzles(tmp_path / "missing.csv")

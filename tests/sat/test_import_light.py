@@ -77,3 +77,22 @@ def test_solver_runs_without_numba():
     assert res.returncode == 0, res.stderr
     status, guided = res.stdout.split()
     assert status in ("unique", "multiple") and guided == "True"
+
+
+def test_solve_cli_reads_puzzle_files_without_pandas(tmp_path):
+    """``nonolab solve`` on a non-table puzzle file needs only the core dependencies: with
+    pandas not importable it reads the file, solves it and proves the solution unique."""
+    from nonolab.sat.formats import write_puzzles
+    from nonolab.sat.puzzles import Puzzle
+
+    path = tmp_path / "p.non"
+    write_puzzles([Puzzle.from_grid([[1, 0, 1], [1, 1, 1], [0, 1, 0]])], path)
+    code = (
+        "import sys\n"
+        "sys.modules['pandas'] = None  # import pandas now raises ImportError\n"
+        "from nonolab.cli import main\n"
+        f"sys.exit(main(['solve', {str(path)!r}]))\n"
+    )
+    res = _run(code)
+    assert res.returncode == 0, res.stderr + res.stdout
+    assert "unique" in res.stdout

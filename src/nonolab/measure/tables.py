@@ -11,8 +11,8 @@
   and the check of the computed ones against them;
 * :func:`line_metrics_table`: the human-like line-solving metrics;
 * :func:`select_study_puzzles`: the paper's selection from a pool (METHODS.md section 1);
-* :func:`read_puzzles`: :func:`nonolab.sat.formats.read_puzzles` plus puzzle tables
-  (``.csv``/``.parquet`` with ``puzzle_id`` and ``clues_json``, :func:`puzzles_from_table`).
+* :func:`puzzles_from_table`: puzzles from a table with ``puzzle_id`` and ``clues_json``
+  (:func:`nonolab.measure.puzzle_files.read_puzzles` reads any puzzle file, tables included).
 """
 
 from __future__ import annotations
@@ -24,7 +24,6 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from nonolab.sat import formats
 from nonolab.sat.formats import FormatError
 from nonolab.sat.linesolver import line_metrics_records
 from nonolab.sat.puzzles import Puzzle, PuzzleError
@@ -282,18 +281,3 @@ def puzzles_from_table(df: pd.DataFrame, source: str = "<table>") -> list[Puzzle
             raise PuzzleError(f"{source}: row {i + 2}: puzzle_hash does not match the clues")
         out.append(p)
     return out
-
-
-def read_puzzles(path: str | Path, fmt: str | None = None) -> list[Puzzle]:
-    """Return every puzzle in the file ``path`` (``fmt``: a name in
-    :data:`nonolab.sat.formats.FORMATS`, default from the extension): tables (``.csv``/
-    ``.parquet``, or ``fmt`` ``table``) with :func:`puzzles_from_table`, every other format with
-    :func:`nonolab.sat.formats.read_puzzles` (same labels and errors)."""
-    path = Path(path)
-    ext = path.suffix.lower()
-    if (fmt or {".csv": "table", ".parquet": "table"}.get(ext)) != "table":
-        return formats.read_puzzles(path, fmt)
-    if not path.exists():
-        raise FileNotFoundError(f"puzzle table {path} does not exist")
-    df = pd.read_parquet(path) if ext == ".parquet" else pd.read_csv(path, dtype=str)
-    return puzzles_from_table(df, str(path))

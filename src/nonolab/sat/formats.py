@@ -733,7 +733,7 @@ _TXT: dict[str, Callable[[str, str], list[Puzzle]]] = {
 }
 
 #: Every puzzle format name (``fmt``); ``table`` (``.csv``/``.parquet``) only through
-#: :func:`nonolab.measure.tables.read_puzzles`, which reads every format.
+#: :func:`nonolab.measure.puzzle_files.read_puzzles`, which reads every format.
 FORMATS: tuple[str, ...] = (
     "json",
     "table",
@@ -762,7 +762,7 @@ def read_puzzles(path: str | Path, fmt: str | None = None) -> list[Puzzle]:
 
     ``fmt`` overrides detection (a name in :data:`FORMATS`); by default the extension decides,
     and ``.txt`` files are sniffed (:func:`sniff_txt`). Tables (``.csv``/``.parquet``, format
-    ``table``) need pandas and are read by :func:`nonolab.measure.tables.read_puzzles`; here
+    ``table``) need pandas and are read by :func:`nonolab.measure.puzzle_files.read_puzzles`; here
     they raise :class:`FormatError`. Raises :class:`FormatError` or :class:`PuzzleError` naming
     the file and line, ``FileNotFoundError`` for a missing file.
     """
@@ -773,7 +773,7 @@ def read_puzzles(path: str | Path, fmt: str | None = None) -> list[Puzzle]:
         return load_study_puzzles(path)
     if fmt == "table":
         raise FormatError(
-            f"{path}: puzzle tables are read with nonolab.measure.tables.read_puzzles"
+            f"{path}: puzzle tables are read with nonolab.measure.puzzle_files.read_puzzles"
         )
     if fmt is None:
         if ext == ".nonpack":

@@ -34,7 +34,8 @@ def _encodings(names: list[str] | None) -> list[str]:
 
 
 def _stats(args: argparse.Namespace) -> int:
-    from nonolab.measure.tables import read_puzzles, stats_table
+    from nonolab.measure.puzzle_files import read_puzzles
+    from nonolab.measure.tables import stats_table
     from nonolab.sat.solvers import STUDY_SOLVERS
 
     puzzles = read_puzzles(args.file, args.format)
@@ -102,7 +103,7 @@ def _generate(args: argparse.Namespace) -> int:
 
 
 def _encode(args: argparse.Namespace) -> int:
-    from nonolab.measure.tables import read_puzzles
+    from nonolab.measure.puzzle_files import read_puzzles
     from nonolab.sat.encodings import get_encoding
 
     puzzles = read_puzzles(args.file, args.format)

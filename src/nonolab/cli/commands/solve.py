@@ -125,7 +125,7 @@ def _format_text(rec: dict[str, Any]) -> str:
 
 
 def _solve(args: argparse.Namespace) -> int:
-    from nonolab.measure.tables import read_puzzles
+    from nonolab.measure.puzzle_files import read_puzzles
 
     puzzles: list[Puzzle] = []
     for f in args.files:
