@@ -32,9 +32,9 @@ write_checked_table(
 )
 write_table(timings, out.timings, **prov)
 write_table(uniq, out.uniqueness, **prov)
-log.info(
-    "metrics:\n%s\nuniqueness:\n%s", metrics.to_string(index=False), uniq.to_string(index=False)
-)
+answers = uniq[["puzzle_id", "puzzle_hash", "encoding", "solver", "status"]]
+log.info("metrics:\n%s", metrics.to_string(index=False))
+log.info("uniqueness:\n%s", answers.to_string(index=False))
 bad = uniq[uniq["status"] != "unique"]
 if len(bad):
     log.warning(

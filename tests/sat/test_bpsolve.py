@@ -489,6 +489,7 @@ def test_solve_rejects_an_unknown_hard_method():
         fastsolve.solve(_random_puzzle(0, 5, 5), hard="magic")
 
 
+@pytest.mark.slow
 def test_knotty_and_faase_through_the_bp_fallback(bench_dir):
     """The two survey puzzles the plain CDCL stage leaves open: BP decimation finds a first
     solution and a 2x2 switch a second (both are published with two solutions)."""

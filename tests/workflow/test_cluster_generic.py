@@ -72,6 +72,7 @@ def runs(tmp_path_factory):
     return base / "local", base / "cluster", cluster.stdout + cluster.stderr
 
 
+@pytest.mark.slow
 def test_cluster_jobs_ran_as_separate_submitted_processes(runs):
     _, cluster, log = runs
     state = cluster / ".snakemake" / "local-cluster"
@@ -82,6 +83,7 @@ def test_cluster_jobs_ran_as_separate_submitted_processes(runs):
     assert log.count("with external jobid") == 4
 
 
+@pytest.mark.slow
 def test_cluster_run_equals_local_run(runs):
     local, cluster, _ = runs
     for name in TABLES:
