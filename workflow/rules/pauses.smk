@@ -38,33 +38,4 @@ rule pauses:
         "../../scripts/pauses.py"
 
 
-rule pause_sensitivity:
-    input:
-        gaps="results/pauses/gaps.csv",
-        threshold="results/pauses/threshold.json",
-        attempts="results/features/attempts.csv",
-        strengths="results/tables/bt_strengths.csv",
-    output:
-        table=report(
-            "results/tables/pause_sensitivity.csv",
-            caption="../report/pause_sensitivity.rst",
-            category="Pauses",
-        ),
-    log:
-        "results/logs/pause_sensitivity.log",
-    conda:
-        "../../envs/nonolab.yaml"
-    threads: 1
-    resources:
-        mem_mb=1000,
-        runtime=5,
-    params:
-        thresholds=config["pauses"]["sensitivity_s"],
-        rating=config["ranking"]["rating"],
-    script:
-        "../../scripts/pauses.py"
-
-
-ALL_TARGETS.extend(
-    ["results/pauses/threshold.json", "results/tables/pause_sensitivity.csv"]
-)
+ALL_TARGETS.append("results/pauses/threshold.json")
