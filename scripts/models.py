@@ -13,7 +13,6 @@ import pandas as pd  # noqa: E402
 
 from nonolab.report.provenance import write_table  # noqa: E402
 from nonolab.stats.mixed_models import (  # noqa: E402
-    BEHAVIOURS,
     across_alignments,
     behaviour_models,
     study_covariates,
@@ -21,34 +20,25 @@ from nonolab.stats.mixed_models import (  # noqa: E402
 
 logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, format="%(message)s")
 log = logging.getLogger("behaviour_models")
-p, cov = snakemake.params, snakemake.params.covariates
+inp, cov, kw = snakemake.input, snakemake.params.covariates, snakemake.params.models
 
-attempts = pd.read_csv(snakemake.input.attempts, dtype={"puzzle_id": str})
-metrics = pd.read_csv(snakemake.input.metrics, dtype={"puzzle_id": str})
-covs = study_covariates(
-    attempts, metrics, snakemake.input.get("pool_statistics"), **cov, log=log.info
-)
-behaviours = {c: BEHAVIOURS.get(c, c) for c in p.behaviours}
-fit = partial(
-    behaviour_models, attempts, behaviours=behaviours, metrics=cov["metrics"], n_boot=p.n_boot,
-    seed=p.seed, satterthwaite=p.satterthwaite, log=log.info,
-)  # fmt: skip
+attempts = pd.read_csv(inp.attempts, dtype={"puzzle_id": str})
+metrics = pd.read_csv(inp.metrics, dtype={"puzzle_id": str})
+covs = study_covariates(attempts, metrics, inp.get("pool_statistics"), **cov, log=log.info)
+fit = partial(behaviour_models, attempts, **kw, metrics=cov["metrics"], log=log.info)
 table = across_alignments(covs, fit)
+n_tests = len(kw["behaviours"]) * len(cov["metrics"])
 write_table(
     table,
     snakemake.output.table,
-    inputs=list(snakemake.input),
-    params={
-        **cov,
-        "behaviours": list(p.behaviours),
-        "n_boot": p.n_boot,
-        "satterthwaite": p.satterthwaite,
-    },
-    seeds={"bootstrap": p.seed},
+    inputs=list(inp),
+    params={**cov, **kw},
+    seeds={"bootstrap": kw["seed"]},
     formats=("csv", "md", "tex"),
-    caption=f"Behaviour ~ SAT metric ({cov['solver']}, {cov['encoding']}; {cov['metric_transform']}) "
-    "with crossed random intercepts for participant and puzzle (REML). p: Wald; p_fdr: BH over the "
-    f"{len(behaviours) * len(cov['metrics'])} tests of an alignment; p_satt: Satterthwaite t; p_boot: "
-    f"parametric bootstrap ({p.n_boot} draws). Only {attempts['puzzle_hash'].nunique()} puzzles.",
+    caption=f"Behaviour ~ SAT metric ({cov['solver']}, {cov['encoding']}; "
+    f"{cov['metric_transform']}) with crossed random intercepts for participant and puzzle "
+    f"(REML). p: Wald; p_fdr: BH over the {n_tests} tests of an alignment; p_satt: Satterthwaite "
+    f"t; p_boot: parametric bootstrap ({kw['n_boot']} draws). Only "
+    f"{attempts['puzzle_hash'].nunique()} puzzles.",
 )
 log.info("wrote %s (%d rows)", snakemake.output.table, len(table))

@@ -32,12 +32,16 @@ log.info("%s\n%s", mod.to_string(), slopes.to_string())
 kw = {"inputs": list(snakemake.input), "formats": ("csv", "md", "tex")}
 kw["params"] = {**cov, "outcome": p.outcome, "at_sd": list(p.at_sd)}
 write_table(
-    mod, out.table, **kw,
+    mod,
+    out.table,
+    **kw,
     caption=f"{p.outcome} ~ metric x expertise (composite, SD units) with crossed random "
     "intercepts (REML); variance components as rows var_*. Wald p; df_satt: Satterthwaite df.",
-)  # fmt: skip
+)
 write_table(
-    slopes, out.slopes, **kw,
+    slopes,
+    out.slopes,
+    **kw,
     caption=f"Simple slopes of each metric on {p.outcome} at expertise "
     f"{', '.join(f'{v:+g}' for v in p.at_sd)} SD (Wald 95% CI).",
-)  # fmt: skip
+)

@@ -44,10 +44,13 @@ rule behaviour_models:
         runtime=60,
     params:
         covariates=MODELS_COVARIATES,
-        behaviours=config["models"]["behaviours"],
-        n_boot=config["models"]["bootstrap"],
-        satterthwaite=config["models"]["satterthwaite"],
-        seed=MODELS_SEED,
+        # Keyword arguments of nonolab.stats.mixed_models.behaviour_models.
+        models=dict(
+            behaviours=config["models"]["behaviours"],
+            n_boot=config["models"]["bootstrap"],
+            seed=MODELS_SEED,
+            satterthwaite=config["models"]["satterthwaite"],
+        ),
     script:
         "../../scripts/models.py"
 

@@ -27,13 +27,16 @@ rule pauses:
         mem_mb=2000,
         runtime=20,
     params:
-        threshold=config["pauses"]["threshold"],
-        preset_threshold=PAUSES_PRESET_THRESHOLD,
-        components=config["pauses"]["components"],
-        n_init=config["pauses"]["n_init"],
-        random_state=config["pauses"]["random_state"],
-        em_tol=config["pauses"]["em_tol"],
-        preset_em_tol=PAUSES_PRESET_EM_TOL,
+        # Keyword arguments of nonolab.stats.pauses.pause_threshold.
+        fit=dict(
+            threshold=config["pauses"]["threshold"],
+            preset_threshold=PAUSES_PRESET_THRESHOLD,
+            components=config["pauses"]["components"],
+            n_init=config["pauses"]["n_init"],
+            random_state=config["pauses"]["random_state"],
+            em_tol=config["pauses"]["em_tol"],
+            preset_em_tol=PAUSES_PRESET_EM_TOL,
+        ),
     script:
         "../../scripts/pauses.py"
 

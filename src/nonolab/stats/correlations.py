@@ -12,7 +12,8 @@ Two alignments of solver statistics to served puzzles:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import os
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import pandas as pd
@@ -224,3 +225,46 @@ def raw_mean_rating(
     out = d.groupby(d[item_col].astype(str))[rating_col].mean()
     out.index.name = item_col
     return out
+
+
+def study_alignments(
+    attempts: pd.DataFrame,
+    metrics: pd.DataFrame,
+    pool_statistics: pd.DataFrame | str | os.PathLike | None,
+    encoding: str,
+    log: Callable[[str], None] | None = None,
+) -> dict[str, pd.DataFrame]:
+    """Return ``{alignment: aligned_metrics(...)}`` for the served puzzles of ``attempts``:
+    ``published`` (the row-position join of :func:`published_alignment`, sizes of
+    ``encoding``) first when a pool table (frame or CSV path; None or ``""`` = none) is given,
+    then ``corrected``. ``log`` gets one line per served id of the published join."""
+    served = attempts[["puzzle_id", "puzzle_hash"]].drop_duplicates().reset_index(drop=True)
+    aligned = {}
+    if isinstance(pool_statistics, str | os.PathLike) and str(pool_statistics):
+        pool_statistics = pd.read_csv(pool_statistics)
+    if isinstance(pool_statistics, pd.DataFrame):
+        sizes = metrics[metrics["encoding"] == encoding]
+        mapping = published_alignment(pool_statistics, served, sizes)
+        own = served.set_index("puzzle_id")["puzzle_hash"]
+        for k in sorted(mapping, key=lambda s: (len(s), s)):
+            note = "own" if mapping[k] == own[k] else "another puzzle's"
+            if log is not None:
+                log(
+                    f"published alignment: served id {k} gets {note} statistics ({mapping[k][:12]})"
+                )
+        aligned["published"] = aligned_metrics(metrics, served, mapping)
+    elif log is not None:
+        log("no published pool-ordered statistics table in the preset: corrected alignment only")
+    aligned["corrected"] = aligned_metrics(metrics, served)
+    return aligned
+
+
+def table1_points(
+    aligned: dict[str, pd.DataFrame], strengths: pd.DataFrame, raw_means: pd.Series
+) -> pd.DataFrame:
+    """Return the points behind Table 1: every aligned row (``alignment`` last) with the
+    puzzle's BT ``strength`` and ``rank`` and its ``raw_mean_rating`` (scale 1-5)."""
+    points = pd.concat([am.assign(alignment=a) for a, am in aligned.items()], ignore_index=True)
+    points = points.merge(strengths[["puzzle_id", "strength", "rank"]], on="puzzle_id", how="left")
+    points["raw_mean_rating"] = points["puzzle_id"].map(raw_means)
+    return points

@@ -253,7 +253,7 @@ def behaviour_models(
     attempts: pd.DataFrame,
     covariates: pd.DataFrame,
     *,
-    behaviours: Mapping[str, str] = BEHAVIOURS,
+    behaviours: Mapping[str, str] | Sequence[str] = BEHAVIOURS,
     metrics: Sequence[str] = METRICS,
     n_boot: int = 0,
     seed: int = 0,
@@ -263,7 +263,7 @@ def behaviour_models(
     """Return the behaviour ~ metric table: one row per (behaviour, metric).
 
     ``attempts``: one row per attempt with ``participant_id``, ``puzzle_hash`` and the behaviour
-    columns; ``covariates``: :func:`metric_covariates` output. Each model is
+    columns; ``behaviours``: column -> table label, or columns (labels from :data:`BEHAVIOURS`); ``covariates``: :func:`metric_covariates` output. Each model is
     ``behaviour ~ metric + (1|participant) + (1|puzzle)``, REML. Columns: ``coef``/``se``/
     ``ci_low``/``ci_high`` in behaviour units per covariate unit, Wald ``p``, BH ``p_fdr`` over
     all rows, ``df_satt``/``p_satt`` (Satterthwaite t test; ``p_satt_fdr``), ``p_boot``
@@ -271,6 +271,8 @@ def behaviour_models(
     with ``n_boot`` draws, seed ``seed + row index``; NaN when ``n_boot`` is 0), ``n``, variance
     components, REML ``llf``, ``converged``, ``warnings``.
     """
+    if not isinstance(behaviours, Mapping):
+        behaviours = {c: BEHAVIOURS.get(c, c) for c in behaviours}
     d = attempts.merge(covariates, on=PUZZLE, how="left", validate="many_to_one")
     rows = []
     k = 0

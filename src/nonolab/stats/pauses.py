@@ -9,7 +9,7 @@ posteriors of the middle and slowest components are equal.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -202,3 +202,43 @@ def threshold_used(
             raise ValueError("the mixture gives no threshold (fewer than 2 components)")
         return float(model.threshold_s), "fitted"
     raise ValueError(f"unknown pause threshold setting {setting!r} (auto, fitted or seconds)")
+
+
+def pause_threshold(
+    gaps_s: Sequence[float] | np.ndarray,
+    *,
+    threshold: str | float = "auto",
+    preset_threshold: float | None = None,
+    components: int = 3,
+    n_init: int = 10,
+    random_state: int = 42,
+    em_tol: str | float = "auto",
+    preset_em_tol: float | None = None,
+    log: Callable[[str], None] | None = None,
+) -> dict:
+    """Fit the pause model to ``gaps_s`` (seconds) and return its JSON record
+    (:func:`model_record`, ``results/pauses/threshold.json`` without provenance).
+
+    The EM tolerance is :func:`em_tolerance` of ``em_tol``; the threshold used is
+    :func:`threshold_used` of ``threshold``. The same fit with the other EM tolerance
+    (published settings stop EM early; docs/decisions.md, "Pause threshold") is reported
+    beside it as ``alternative_fit`` (``em_tol``, ``threshold_s``, ``means_s``, ``weights``,
+    ``delta_bic_vs_1``); ``em_tol`` in the record is the tolerance used.
+    """
+    tol = em_tolerance(em_tol, preset_em_tol)
+    model = fit_pause_model(gaps_s, components, n_init, random_state, tol=tol)
+    used, source = threshold_used(model, threshold, preset_threshold)
+    other_tol = PUBLISHED_EM_TOL if tol != PUBLISHED_EM_TOL else CONVERGED_EM_TOL
+    other = fit_pause_model(gaps_s, components, n_init, random_state, tol=other_tol)
+    if log is not None:
+        log(
+            f"fitted crossing {model.threshold_s:.4f} s (EM tol {tol:g}); threshold used "
+            f"{used:.4f} s ({source}); alternative fit (EM tol {other_tol:g}): crossing "
+            f"{other.threshold_s:.4f} s"
+        )
+    rec = model_record(model, used, source)
+    keep = ("em_tol", "threshold_s", "means_s", "weights", "delta_bic_vs_1")
+    rec["alternative_fit"] = {
+        k: v for k, v in model_record(other, used, source).items() if k in keep
+    }
+    return rec

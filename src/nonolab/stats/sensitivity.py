@@ -159,3 +159,24 @@ def threshold_sensitivity(
         return pd.DataFrame(rows)
 
     return across_alignments(covariates, models)
+
+
+def sensitivity_table(
+    attempts: pd.DataFrame,
+    gaps: pd.DataFrame,
+    record: Mapping[str, object],
+    configured: Sequence[float],
+    covariates: Mapping[str, pd.DataFrame],
+    **kwargs: object,
+) -> tuple[pd.DataFrame, list[float]]:
+    """Return ``(table, thresholds)`` of the threshold-sensitivity rule.
+
+    Checks that ``gaps`` give ``attempts`` their pause counts at the threshold the features
+    stage used (``record["threshold_used_s"]``, :func:`check_pause_counts`), takes the
+    thresholds of :func:`sensitivity_thresholds` (``configured`` plus the used and fitted
+    ones, seconds) and returns :func:`threshold_sensitivity` (``kwargs`` passed on) at them.
+    """
+    check_pause_counts(attempts, gaps, float(record["threshold_used_s"]))  # type: ignore[arg-type]
+    thresholds = sensitivity_thresholds(configured, record)
+    table = threshold_sensitivity(attempts, gaps, covariates, thresholds, **kwargs)  # type: ignore[arg-type]
+    return table, thresholds
