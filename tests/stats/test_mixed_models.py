@@ -280,3 +280,49 @@ def test_threshold_sensitivity_counts_and_monotone_means():
     for _, r in t.iterrows():
         assert r["total_pauses"] == int((gaps["gap_s"] >= r["threshold_s"]).sum())
         assert r["share_gaps_pause"] == pytest.approx((gaps["gap_s"] >= r["threshold_s"]).mean())
+
+
+@pytest.mark.parametrize("reml", [True, False])
+def test_satterthwaite_df_matches_finite_differences(reml):
+    """The analytic derivatives agree with central differences of the dense deviance."""
+    d = crossed_data(30, 8, 1.0, 0.6, 1.0, seed=3, keep=0.6)
+    fit = lmm.fit_crossed(d, "y ~ x", reml=reml)
+    X, y = fit.exog, fit.endog
+    dV = [z @ z.T for z in lmm._indicator_matrices(fit)] + [np.eye(len(y))]
+
+    def pieces(t):
+        V = sum(ti * di for ti, di in zip(t, dV, strict=True))
+        L = np.linalg.cholesky(V)
+        Xs, ys = np.linalg.solve(L, X), np.linalg.solve(L, y)
+        A = Xs.T @ Xs
+        r = ys - Xs @ np.linalg.solve(A, Xs.T @ ys)
+        dev = 2 * np.log(np.diag(L)).sum() + r @ r + (np.linalg.slogdet(A)[1] if reml else 0)
+        return dev, np.linalg.inv(A)
+
+    c = np.array([0.0, 1.0])
+    t0 = np.array([fit.var_participant, fit.var_puzzle, fit.var_residual])
+    h = 1e-4 * t0
+    E = np.diag(h)
+    H = np.array(
+        [
+            [
+                (
+                    pieces(t0 + E[i] + E[j])[0]
+                    - pieces(t0 + E[i] - E[j])[0]
+                    - pieces(t0 - E[i] + E[j])[0]
+                    + pieces(t0 - E[i] - E[j])[0]
+                )
+                / (4 * h[i] * h[j])
+                for j in range(3)
+            ]
+            for i in range(3)
+        ]
+    )
+    g = np.array(
+        [
+            (c @ pieces(t0 + E[i])[1] @ c - c @ pieces(t0 - E[i])[1] @ c) / (2 * h[i])
+            for i in range(3)
+        ]
+    )
+    ref = 2 * (c @ pieces(t0)[1] @ c) ** 2 / (g @ (2 * np.linalg.inv(H)) @ g)
+    assert lmm.satterthwaite_df(fit, "x") == pytest.approx(ref, rel=1e-3)
