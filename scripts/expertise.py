@@ -6,11 +6,10 @@ import pandas as pd
 
 from nonolab.report.provenance import provenance, write_json, write_table
 from nonolab.stats.expertise import (
-    cronbach_alpha,
     expertise_composite,
     expertise_correlations,
-    first_component,
     participant_items,
+    reliability,
 )
 
 logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, format="%(message)s")
@@ -28,21 +27,9 @@ write_table(
     formats=("csv", "md", "tex"),
     caption="Spearman correlation of the expertise composite with participant-level means.",
 )
-pc1 = first_component(items, comp)
-rel = {
-    "alpha": cronbach_alpha(items),
-    "alpha_definition": "Cronbach's alpha of the z-scored items (complete participants)",
-    "pc1_share": pc1["pc1_share"],
-    "pc1_composite_r": pc1["pc1_composite_r"],
-    "n_participants": int(len(items)),
-    "n_complete": pc1["n"],
-    "items": list(items.columns),
-    "provenance": provenance(list(snakemake.input)),
-}
+rel = reliability(items, comp)
 log.info(
-    "alpha %.3f, PC1 share %.3f, r(PC1, composite) %.3f",
-    rel["alpha"],
-    rel["pc1_share"],
-    rel["pc1_composite_r"],
+    "alpha %(alpha).3f, PC1 share %(pc1_share).3f, r(PC1, composite) %(pc1_composite_r).3f", rel
 )
+rel["provenance"] = provenance(list(snakemake.input))
 write_json(rel, snakemake.output.reliability)

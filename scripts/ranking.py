@@ -28,11 +28,7 @@ log.info(
 test = lr_test(comparisons, items)
 log.info("LR chi2 %.4f, df %d, p %.4g", test["chi2"], test["df"], test["p"])
 
-
-def progress(i, n):
-    log.info("bootstrap %d/%d", i, n)
-
-
+progress = lambda i, n: log.info("bootstrap %d/%d", i, n)  # noqa: E731
 boot = bootstrap_log_strengths(comparisons, items, p.n_boot, p.seed, progress=progress)
 log.info("bootstrap: %d resamples fitted, %d unbounded (skipped)", len(boot.theta), boot.n_failed)
 table = strengths_table(comparisons, items, boot, level=p.ci_level, hashes=hashes)

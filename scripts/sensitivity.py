@@ -1,65 +1,48 @@
 """Snakemake entry point of rule `threshold_sensitivity`: pause counts recomputed from the
-within-puzzle gaps at each configured threshold; pause summaries and pauses ~ metric LMMs."""
+within-puzzle gaps at each threshold; pause summaries, Spearman correlations and pauses ~ metric
+LMMs (nonolab.stats.sensitivity)."""
 
-import json  # noqa: E402
-import logging  # noqa: E402
+import json
+import logging
 
-import pandas as pd  # noqa: E402
+import pandas as pd
 
-from nonolab.report.provenance import write_table  # noqa: E402
-from nonolab.stats.mixed_models import (  # noqa: E402
-    pause_counts_at,
-    study_covariates,
-    threshold_sensitivity,
-)
+from nonolab.report.provenance import write_table
+from nonolab.stats.expertise import expertise_composite, participant_items
+from nonolab.stats.mixed_models import study_covariates
+from nonolab.stats.sensitivity import sensitivity_table
 
 logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, format="%(message)s")
 log = logging.getLogger("threshold_sensitivity")
-p = snakemake.params
+p, inp, cov = snakemake.params, snakemake.input, snakemake.params.covariates
 
-attempts = pd.read_csv(snakemake.input.attempts, dtype={"puzzle_id": str})
-gaps = pd.read_csv(snakemake.input.gaps, dtype={"puzzle_id": str})
-metrics = pd.read_csv(snakemake.input.metrics, dtype={"puzzle_id": str})
-with open(snakemake.input.threshold, encoding="utf-8") as fh:
-    used = json.load(fh)["threshold_used_s"]
-# Consistency: the gaps at the threshold used by the features stage give its pause counts.
-recount = pause_counts_at(gaps, attempts, used)
-bad = attempts.loc[recount != attempts["pause_count"], ["participant_id", "order"]]
-if len(bad):
-    raise ValueError(
-        f"pause counts recomputed from {snakemake.input.gaps} at {used} s differ from "
-        f"{snakemake.input.attempts} for {len(bad)} attempts, e.g. {bad.head(3).to_dict('records')}"
-    )
-log.info("recomputed pause counts at the used threshold %g s match the attempts table", used)
-pool = snakemake.input.get("pool_statistics")
-covs, _mapping = study_covariates(
+attempts = pd.read_csv(inp.attempts, dtype={"puzzle_id": str})
+with open(inp.threshold, encoding="utf-8") as fh:
+    record = json.load(fh)
+table, thresholds = sensitivity_table(
     attempts,
-    metrics,
-    pd.read_csv(pool) if pool else None,
-    solver=p.solver,
-    encoding=p.encoding,
-    metrics_cols=p.metrics,
-    transform=p.metric_transform,
+    pd.read_csv(inp.gaps, dtype={"puzzle_id": str}),
+    record,
+    p.thresholds,
+    study_covariates(
+        attempts,
+        pd.read_csv(inp.metrics, dtype={"puzzle_id": str}),
+        inp.get("pool_statistics"),
+        **cov,
+    ),
+    expertise=expertise_composite(participant_items(attempts)),
+    strengths=pd.read_csv(inp.strengths, dtype={"puzzle_id": str}),
+    rating_col=p.rating,
+    metrics=cov["metrics"],
+    log=log.info,
 )
-tables = []
-for alignment, cov in covs.items():
-    t = threshold_sensitivity(attempts, gaps, cov, p.thresholds, metrics=p.metrics, log=log.info)
-    t.insert(0, "alignment", alignment)
-    tables.append(t)
-table = pd.concat(tables, ignore_index=True)
 write_table(
     table,
     snakemake.output.table,
-    inputs=list(snakemake.input),
-    params={
-        "thresholds_s": list(p.thresholds),
-        "solver": p.solver,
-        "encoding": p.encoding,
-        "metrics": list(p.metrics),
-        "metric_transform": p.metric_transform,
-    },
+    inputs=list(inp),
+    params={"thresholds_s": thresholds, "rating": p.rating, **cov},
     formats=("csv", "md", "tex"),
     caption="Pause-threshold sensitivity: pause counts recomputed from the within-puzzle gaps "
-    "at each threshold (s); pause summaries over attempts and pauses ~ metric crossed LMMs.",
+    "at each threshold (s); pause summaries over attempts, Spearman rho of pause counts with the "
+    "rating, expertise and BT strength, and pauses ~ metric crossed LMMs.",
 )
-log.info("wrote %s (%d rows)", snakemake.output.table, len(table))

@@ -60,7 +60,7 @@ def test_behaviour_models_on_the_study(tables):
         # 201 attempts; 197 with a solve time (METHODS 3).
         assert n["pauses"] == 201 and n["time_to_solve"] == 197
         assert t["converged"].all()
-        np.testing.assert_allclose(t["p_fdr"], mm.bh_fdr(t["p"]))
+        np.testing.assert_allclose(t["p_fdr"], mm._p_fdr(t["p"]))
         # Six puzzles carry the metric: Satterthwaite df for its slope is about 6 - 2.
         assert t["df_satt"].between(3.0, 5.0).all()
         assert (t["p_satt"] > t["p"]).all()

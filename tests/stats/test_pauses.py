@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -13,8 +12,6 @@ from nonolab.stats.pauses import (
     equal_posterior_crossing,
     fit_pause_model,
     model_record,
-    pause_counts,
-    threshold_sensitivity,
     threshold_used,
 )
 
@@ -97,26 +94,3 @@ def test_threshold_used_choices():
     rec = model_record(m, 2.36, "preset")
     assert rec["threshold_used_s"] == 2.36 and rec["threshold_s"] == m.threshold_s
     assert set(rec["bic"]) == {"1", "2", "3"}
-
-
-def test_pause_counts_and_sensitivity_by_hand():
-    gaps = pd.DataFrame(
-        {
-            "participant_id": ["a", "a", "a", "b", "b"],
-            "order": [1, 1, 1, 1, 1],
-            "gap_s": [0.5, 2.36, 3.0, 1.0, 10.0],
-        }
-    )
-    pc = pause_counts(gaps, 2.36)
-    assert pc.set_index("participant_id")["pause_count"].to_dict() == {"a": 2, "b": 1}
-    attempts = pd.DataFrame(
-        {
-            "participant_id": ["a", "b", "c"],
-            "order": [1, 1, 1],
-            "puzzle_id": ["0", "0", "1"],
-            "final_difficulty": [4, 2, 3],
-        }
-    )
-    t = threshold_sensitivity(gaps, attempts, [1.0, 5.0])
-    # threshold 1: a has 2.36, 3.0 -> 2; b has 1.0, 10 -> 2; c (no gaps) -> 0
-    assert t["mean_pauses"].tolist() == pytest.approx([4 / 3, 1 / 3])

@@ -1,5 +1,5 @@
 """The models stage runs as Snakemake jobs on small synthetic upstream tables (attempts, SAT
-metrics, gaps, threshold) in a temporary folder, and reruns byte-identically."""
+metrics, gaps, threshold, BT strengths) in a temporary folder, and reruns byte-identically."""
 
 from __future__ import annotations
 
@@ -85,13 +85,20 @@ def write_upstream(root: Path, threshold: float = 2.36) -> None:
         }
     )
     met.to_csv(root / "results/sat/metrics.csv", index=False)
-    (root / "results/pauses/threshold.json").write_text(json.dumps({"threshold_used_s": threshold}))
+    (root / "results/tables").mkdir(parents=True)
+    pd.DataFrame(
+        {"puzzle_id": [str(i) for i in range(6)], "strength": np.linspace(2, 0.5, 6)}
+    ).to_csv(root / "results/tables/bt_strengths.csv", index=False)
+    rec = {"threshold_used_s": threshold, "threshold_s": 2.0}
+    (root / "results/pauses/threshold.json").write_text(json.dumps(rec))
 
 
 def small_config(root: Path) -> Path:
-    """The repository config with a 5-draw bootstrap and three thresholds, in ``root``."""
+    """The repository config with a 5-draw bootstrap and three sensitivity thresholds (the
+    fitted 2.0 s of the threshold record is added to them), in ``root``."""
     cfg = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
-    cfg["models"].update(bootstrap=5, seed=3, sensitivity_s=[1.5, 2.36, 4.0])
+    cfg["models"].update(bootstrap=5, seed=3)
+    cfg["pauses"].update(sensitivity_s=[1.5, 2.36, 4.0])
     path = root / "config.yaml"
     path.write_text(yaml.safe_dump(cfg))
     return path
@@ -129,7 +136,8 @@ def test_models_stage_runs_and_reruns_identically(tmp_path):
     assert len(bm) == 12 and set(bm["alignment"]) == {"corrected"}
     assert (bm["n_boot"] == 5).all()
     ts = pd.read_csv(tmp_path / "results/tables/threshold_sensitivity.csv")
-    assert sorted(ts["threshold_s"].unique()) == [1.5, 2.36, 4.0]
+    assert sorted(ts["threshold_s"].unique()) == [1.5, 2.0, 2.36, 4.0]
+    assert len(ts) == 4 * 3 and ts[["rho_rating", "rho_expertise", "rho_bt"]].notna().all().all()
     for ext in ("md", "tex"):
         assert (tmp_path / f"results/tables/behaviour_models.{ext}").exists()
     before = {t: (tmp_path / t).read_bytes() for t in TARGETS}

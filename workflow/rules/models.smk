@@ -1,6 +1,8 @@
 # Stage: models. Crossed-random-effects mixed models (METHODS 9): behaviour ~ SAT metric with a
 # parametric bootstrap, final difficulty ~ metric x expertise with simple slopes, and the
-# pause-threshold sensitivity of the pause models. Library: nonolab.stats.mixed_models.
+# pause-threshold sensitivity table (pause summaries, correlations and the pause models at every
+# threshold of `pauses.sensitivity_s` plus the used and fitted thresholds). Library:
+# nonolab.stats.mixed_models (tables), nonolab.stats.lmm (engine), nonolab.stats.sensitivity.
 
 
 # The preset's published pool-ordered statistics table drives the published alignment.
@@ -14,7 +16,8 @@ MODELS_INPUT = {
 MODELS_SEED = (
     config["seed"] if config["models"].get("seed") is None else config["models"]["seed"]
 )
-MODELS_PARAMS = dict(
+# Covariate options (keyword arguments of nonolab.stats.mixed_models.study_covariates).
+MODELS_COVARIATES = dict(
     solver=config["models"]["solver"],
     encoding=config["models"]["encoding"],
     metrics=config["models"]["metrics"],
@@ -40,11 +43,14 @@ rule behaviour_models:
         mem_mb=2000,
         runtime=60,
     params:
-        **MODELS_PARAMS,
-        behaviours=config["models"]["behaviours"],
-        n_boot=config["models"]["bootstrap"],
-        satterthwaite=config["models"]["satterthwaite"],
-        seed=MODELS_SEED,
+        covariates=MODELS_COVARIATES,
+        # Keyword arguments of nonolab.stats.mixed_models.behaviour_models.
+        models=dict(
+            behaviours=config["models"]["behaviours"],
+            n_boot=config["models"]["bootstrap"],
+            seed=MODELS_SEED,
+            satterthwaite=config["models"]["satterthwaite"],
+        ),
     script:
         "../../scripts/models.py"
 
@@ -72,7 +78,7 @@ rule moderation:
         mem_mb=2000,
         runtime=10,
     params:
-        **MODELS_PARAMS,
+        covariates=MODELS_COVARIATES,
         outcome=config["models"]["moderation"]["outcome"],
         at_sd=config["models"]["moderation"]["at_sd"],
     script:
@@ -84,6 +90,7 @@ rule threshold_sensitivity:
         **MODELS_INPUT,
         gaps="results/pauses/gaps.csv",
         threshold="results/pauses/threshold.json",
+        strengths="results/tables/bt_strengths.csv",
     output:
         table=report(
             "results/tables/threshold_sensitivity.csv",
@@ -99,8 +106,9 @@ rule threshold_sensitivity:
         mem_mb=2000,
         runtime=15,
     params:
-        **MODELS_PARAMS,
-        thresholds=config["models"]["sensitivity_s"],
+        covariates=MODELS_COVARIATES,
+        thresholds=config["pauses"]["sensitivity_s"],
+        rating=config["ranking"]["rating"],
     script:
         "../../scripts/sensitivity.py"
 

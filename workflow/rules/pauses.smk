@@ -27,44 +27,18 @@ rule pauses:
         mem_mb=2000,
         runtime=20,
     params:
-        threshold=config["pauses"]["threshold"],
-        preset_threshold=PAUSES_PRESET_THRESHOLD,
-        components=config["pauses"]["components"],
-        n_init=config["pauses"]["n_init"],
-        random_state=config["pauses"]["random_state"],
-        em_tol=config["pauses"]["em_tol"],
-        preset_em_tol=PAUSES_PRESET_EM_TOL,
-    script:
-        "../../scripts/pauses.py"
-
-
-rule pause_sensitivity:
-    input:
-        gaps="results/pauses/gaps.csv",
-        threshold="results/pauses/threshold.json",
-        attempts="results/features/attempts.csv",
-        strengths="results/tables/bt_strengths.csv",
-    output:
-        table=report(
-            "results/tables/pause_sensitivity.csv",
-            caption="../report/pause_sensitivity.rst",
-            category="Pauses",
+        # Keyword arguments of nonolab.stats.pauses.pause_threshold.
+        fit=dict(
+            threshold=config["pauses"]["threshold"],
+            preset_threshold=PAUSES_PRESET_THRESHOLD,
+            components=config["pauses"]["components"],
+            n_init=config["pauses"]["n_init"],
+            random_state=config["pauses"]["random_state"],
+            em_tol=config["pauses"]["em_tol"],
+            preset_em_tol=PAUSES_PRESET_EM_TOL,
         ),
-    log:
-        "results/logs/pause_sensitivity.log",
-    conda:
-        "../../envs/nonolab.yaml"
-    threads: 1
-    resources:
-        mem_mb=1000,
-        runtime=5,
-    params:
-        thresholds=config["pauses"]["sensitivity_s"],
-        rating=config["ranking"]["rating"],
     script:
         "../../scripts/pauses.py"
 
 
-ALL_TARGETS.extend(
-    ["results/pauses/threshold.json", "results/tables/pause_sensitivity.csv"]
-)
+ALL_TARGETS.append("results/pauses/threshold.json")

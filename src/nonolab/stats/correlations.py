@@ -12,8 +12,8 @@ Two alignments of solver statistics to served puzzles:
 
 from __future__ import annotations
 
-import itertools
-from collections.abc import Sequence
+import os
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import pandas as pd
@@ -35,19 +35,6 @@ TABLE1_COLUMNS = [
 ]
 
 
-def _ranks(x: np.ndarray) -> np.ndarray:
-    return stats.rankdata(x, method="average")
-
-
-def _pearson_rows(rx: np.ndarray, rys: np.ndarray) -> np.ndarray:
-    """Pearson r of vector ``rx`` with each row of ``rys``."""
-    xc = rx - rx.mean()
-    yc = rys - rys.mean(axis=1, keepdims=True)
-    den = np.sqrt((xc**2).sum()) * np.sqrt((yc**2).sum(axis=1))
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return (yc @ xc) / den
-
-
 def spearman_permutation_p(
     x: Sequence[float],
     y: Sequence[float],
@@ -55,11 +42,15 @@ def spearman_permutation_p(
     n_perm: int = 100_000,
     seed: int = 0,
 ) -> float:
-    """Return the two-sided permutation p-value of Spearman's rho between ``x`` and ``y``.
+    """Return the two-sided permutation p-value (unitless) of Spearman's rho between ``x`` and
+    ``y``: the share of pairings with ``|rho| >= |rho_obs|``.
 
-    The null distribution permutes ``y`` against ``x``: all ``n!`` orderings when
-    ``n <= exact_max_n`` (p = share of orderings with ``|rho| >= |rho_obs|``), else ``n_perm``
-    seeded Monte Carlo orderings with ``p = (1 + hits) / (1 + n_perm)``. NaN when either variable
+    ``scipy.stats.permutation_test`` (``permutation_type="pairings"``) permutes ``y`` against
+    ``x``: all ``n!`` orderings when ``n <= exact_max_n`` (exact; the observed ordering counts),
+    else ``n_perm`` orderings drawn by ``numpy.random.default_rng(seed)`` with
+    ``p = (1 + hits) / (1 + n_perm)``. The statistic is ``|sum_i (2 rx_i - n - 1)(2 ry_i - n -
+    1)|`` on the (average) ranks, an integer that orders pairings exactly as ``|rho|`` does, so
+    ties in ``|rho|`` are counted without a floating-point tolerance. NaN when either variable
     is constant.
     """
     x = np.asarray(x, dtype=float)
@@ -67,24 +58,24 @@ def spearman_permutation_p(
     if x.shape != y.shape or x.ndim != 1:
         raise ValueError("x and y must be 1-D and of equal length")
     n = len(x)
-    rx, ry = _ranks(x), _ranks(y)
-    if np.ptp(rx) == 0 or np.ptp(ry) == 0:
+    cx = 2 * stats.rankdata(x) - (n + 1)
+    cy = 2 * stats.rankdata(y) - (n + 1)
+    if np.ptp(cx) == 0 or np.ptp(cy) == 0:
         return float("nan")
-    obs = abs(float(_pearson_rows(rx, ry[None, :])[0]))
-    tol = 1e-12
-    if n <= exact_max_n:
-        perms = np.array(list(itertools.permutations(range(n))))
-        r = _pearson_rows(rx, ry[perms])
-        return float(np.mean(np.abs(r) >= obs - tol))
-    rng = np.random.default_rng(seed)
-    hits = 0
-    left = n_perm
-    while left:
-        m = min(left, 10_000)
-        idx = np.argsort(rng.random((m, n)), axis=1)
-        hits += int(np.sum(np.abs(_pearson_rows(rx, ry[idx])) >= obs - tol))
-        left -= m
-    return (1 + hits) / (1 + n_perm)
+
+    def statistic(yy: np.ndarray, axis: int) -> np.ndarray:
+        return np.abs(np.moveaxis(yy, axis, -1) @ cx)
+
+    res = stats.permutation_test(
+        (cy,),
+        statistic,
+        permutation_type="pairings",
+        vectorized=True,
+        n_resamples=np.inf if n <= exact_max_n else n_perm,
+        alternative="greater",
+        rng=np.random.default_rng(seed),
+    )
+    return float(res.pvalue)
 
 
 def published_alignment(
@@ -234,3 +225,46 @@ def raw_mean_rating(
     out = d.groupby(d[item_col].astype(str))[rating_col].mean()
     out.index.name = item_col
     return out
+
+
+def study_alignments(
+    attempts: pd.DataFrame,
+    metrics: pd.DataFrame,
+    pool_statistics: pd.DataFrame | str | os.PathLike | None,
+    encoding: str,
+    log: Callable[[str], None] | None = None,
+) -> dict[str, pd.DataFrame]:
+    """Return ``{alignment: aligned_metrics(...)}`` for the served puzzles of ``attempts``:
+    ``published`` (the row-position join of :func:`published_alignment`, sizes of
+    ``encoding``) first when a pool table (frame or CSV path; None or ``""`` = none) is given,
+    then ``corrected``. ``log`` gets one line per served id of the published join."""
+    served = attempts[["puzzle_id", "puzzle_hash"]].drop_duplicates().reset_index(drop=True)
+    aligned = {}
+    if isinstance(pool_statistics, str | os.PathLike) and str(pool_statistics):
+        pool_statistics = pd.read_csv(pool_statistics)
+    if isinstance(pool_statistics, pd.DataFrame):
+        sizes = metrics[metrics["encoding"] == encoding]
+        mapping = published_alignment(pool_statistics, served, sizes)
+        own = served.set_index("puzzle_id")["puzzle_hash"]
+        for k in sorted(mapping, key=lambda s: (len(s), s)):
+            note = "own" if mapping[k] == own[k] else "another puzzle's"
+            if log is not None:
+                log(
+                    f"published alignment: served id {k} gets {note} statistics ({mapping[k][:12]})"
+                )
+        aligned["published"] = aligned_metrics(metrics, served, mapping)
+    elif log is not None:
+        log("no published pool-ordered statistics table in the preset: corrected alignment only")
+    aligned["corrected"] = aligned_metrics(metrics, served)
+    return aligned
+
+
+def table1_points(
+    aligned: dict[str, pd.DataFrame], strengths: pd.DataFrame, raw_means: pd.Series
+) -> pd.DataFrame:
+    """Return the points behind Table 1: every aligned row (``alignment`` last) with the
+    puzzle's BT ``strength`` and ``rank`` and its ``raw_mean_rating`` (scale 1-5)."""
+    points = pd.concat([am.assign(alignment=a) for a, am in aligned.items()], ignore_index=True)
+    points = points.merge(strengths[["puzzle_id", "strength", "rank"]], on="puzzle_id", how="left")
+    points["raw_mean_rating"] = points["puzzle_id"].map(raw_means)
+    return points

@@ -137,3 +137,20 @@ def expertise_correlations(
             }
         )
     return pd.DataFrame(rows, columns=["outcome", "column", "rho", "p", "n"])
+
+
+def reliability(items: pd.DataFrame, composite: pd.Series) -> dict[str, object]:
+    """Return the reliability record of the expertise items (``expertise_reliability.json``
+    without provenance): Cronbach's ``alpha`` (z-scored items, complete participants), the
+    first principal component's variance share ``pc1_share`` and its correlation with the
+    composite ``pc1_composite_r``, participant counts and the item names."""
+    pc1 = first_component(items, composite)
+    return {
+        "alpha": cronbach_alpha(items),
+        "alpha_definition": "Cronbach's alpha of the z-scored items (complete participants)",
+        "pc1_share": pc1["pc1_share"],
+        "pc1_composite_r": pc1["pc1_composite_r"],
+        "n_participants": int(len(items)),
+        "n_complete": pc1["n"],
+        "items": list(items.columns),
+    }

@@ -9,12 +9,10 @@ posteriors of the middle and slowest components are equal.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-import pandas as pd
-from scipy import stats
 from scipy.optimize import brentq
 from scipy.stats import norm
 from sklearn.mixture import GaussianMixture
@@ -168,14 +166,6 @@ def mixture_density(model_or_record: PauseModel | dict, log_x: np.ndarray) -> np
     return np.array([wi * norm.pdf(z, m, s) for m, s, wi in zip(mu, sd, w, strict=True)])
 
 
-def pause_counts(gaps: pd.DataFrame, threshold_s: float) -> pd.DataFrame:
-    """Return ``participant_id``, ``order``, ``pause_count`` (gaps >= ``threshold_s``) per
-    attempt that has at least one gap."""
-    g = gaps.assign(is_pause=gaps["gap_s"] >= threshold_s)
-    out = g.groupby(["participant_id", "order"], sort=True)["is_pause"].sum().astype(int)
-    return out.rename("pause_count").reset_index()
-
-
 def em_tolerance(setting: str | float, preset_value: float | None) -> float:
     """Return the EM tolerance for the pause fit: a number as given; ``"auto"`` = the preset's
     published fit tolerance when it has one (he2026: scikit-learn's default, 1e-3), else
@@ -214,43 +204,41 @@ def threshold_used(
     raise ValueError(f"unknown pause threshold setting {setting!r} (auto, fitted or seconds)")
 
 
-def threshold_sensitivity(
-    gaps: pd.DataFrame,
-    attempts: pd.DataFrame,
-    thresholds_s: Sequence[float],
-    expertise: pd.Series | None = None,
-    strengths: pd.DataFrame | None = None,
-    rating_col: str = "final_difficulty",
-) -> pd.DataFrame:
-    """Return how pause-based results change with the threshold, one row per threshold (s).
+def pause_threshold(
+    gaps_s: Sequence[float] | np.ndarray,
+    *,
+    threshold: str | float = "auto",
+    preset_threshold: float | None = None,
+    components: int = 3,
+    n_init: int = 10,
+    random_state: int = 42,
+    em_tol: str | float = "auto",
+    preset_em_tol: float | None = None,
+    log: Callable[[str], None] | None = None,
+) -> dict:
+    """Fit the pause model to ``gaps_s`` (seconds) and return its JSON record
+    (:func:`model_record`, ``results/pauses/threshold.json`` without provenance).
 
-    Pause counts are recomputed from ``gaps`` (attempts without a gap count 0). Columns:
-    ``threshold_s``; ``mean_pauses`` (per attempt); ``rho_rating``/``p_rating`` (Spearman of
-    an attempt's pause count with its rating); ``rho_expertise``/``p_expertise`` (participant
-    mean pause count vs expertise, when given); ``rho_bt``/``p_bt`` (puzzle mean pause count
-    vs Bradley-Terry strength, when given).
+    The EM tolerance is :func:`em_tolerance` of ``em_tol``; the threshold used is
+    :func:`threshold_used` of ``threshold``. The same fit with the other EM tolerance
+    (published settings stop EM early; docs/decisions.md, "Pause threshold") is reported
+    beside it as ``alternative_fit`` (``em_tol``, ``threshold_s``, ``means_s``, ``weights``,
+    ``delta_bic_vs_1``); ``em_tol`` in the record is the tolerance used.
     """
-    keys = ["participant_id", "order"]
-    base = attempts[keys + ["puzzle_id", rating_col]].copy()
-    base["puzzle_id"] = base["puzzle_id"].astype(str)
-    rows = []
-    for thr in thresholds_s:
-        pc = pause_counts(gaps, thr)
-        d = base.merge(pc, on=keys, how="left").fillna({"pause_count": 0})
-        row: dict[str, float] = {"threshold_s": float(thr), "mean_pauses": d["pause_count"].mean()}
-        r = d.dropna(subset=[rating_col])
-        res = stats.spearmanr(r["pause_count"], r[rating_col])
-        row.update(rho_rating=float(res.statistic), p_rating=float(res.pvalue))
-        if expertise is not None:
-            m = d.groupby("participant_id")["pause_count"].mean()
-            j = pd.concat([m, expertise.rename("x")], axis=1, join="inner").dropna()
-            res = stats.spearmanr(j["pause_count"], j["x"])
-            row.update(rho_expertise=float(res.statistic), p_expertise=float(res.pvalue))
-        if strengths is not None:
-            m = d.groupby("puzzle_id")["pause_count"].mean()
-            s = strengths.assign(puzzle_id=strengths["puzzle_id"].astype(str))
-            j = s.set_index("puzzle_id")["strength"].to_frame().join(m, how="inner")
-            res = stats.spearmanr(j["pause_count"], j["strength"])
-            row.update(rho_bt=float(res.statistic), p_bt=float(res.pvalue))
-        rows.append(row)
-    return pd.DataFrame(rows)
+    tol = em_tolerance(em_tol, preset_em_tol)
+    model = fit_pause_model(gaps_s, components, n_init, random_state, tol=tol)
+    used, source = threshold_used(model, threshold, preset_threshold)
+    other_tol = PUBLISHED_EM_TOL if tol != PUBLISHED_EM_TOL else CONVERGED_EM_TOL
+    other = fit_pause_model(gaps_s, components, n_init, random_state, tol=other_tol)
+    if log is not None:
+        log(
+            f"fitted crossing {model.threshold_s:.4f} s (EM tol {tol:g}); threshold used "
+            f"{used:.4f} s ({source}); alternative fit (EM tol {other_tol:g}): crossing "
+            f"{other.threshold_s:.4f} s"
+        )
+    rec = model_record(model, used, source)
+    keep = ("em_tol", "threshold_s", "means_s", "weights", "delta_bic_vs_1")
+    rec["alternative_fit"] = {
+        k: v for k, v in model_record(other, used, source).items() if k in keep
+    }
+    return rec

@@ -207,3 +207,35 @@ def convergent_checks(
                 row.update(mann_whitney(x, y))
             rows.append(row)
     return pd.DataFrame(rows)
+
+
+def theme_tables(
+    coded: pd.DataFrame, attempts: pd.DataFrame, convergent: Mapping[str, Sequence[str]]
+) -> tuple[dict[str, pd.DataFrame], dict[str, list[str]], int]:
+    """Return ``(tables, checks, n_responses)`` of the themes stage (METHODS 10).
+
+    ``tables``: ``tests`` (:func:`code_tests` of the rating reasons vs final difficulty),
+    ``theme_prevalence`` (rating reasons, then every response coded with a theme),
+    ``strategy_prevalence`` (strategy answers) and ``convergent`` (:func:`convergent_checks`);
+    ``checks``: the ``convergent`` code -> behaviour columns restricted to codes present;
+    ``n_responses``: rating reasons with a final difficulty and at least one theme code.
+    """
+    themes, strategies = theme_codes(coded), strategy_codes(coded)
+    resp = theme_test_responses(coded)
+    all_coded = coded_subset(coded, ["rating_reason", "comments"], themes)
+    checks = {k: list(v) for k, v in convergent.items() if k in themes}
+    tables = {
+        "tests": code_tests(resp, themes),
+        "theme_prevalence": pd.concat(
+            [
+                prevalence(resp, themes, "rating_reason"),
+                prevalence(all_coded, themes, "all_theme_coded"),
+            ],
+            ignore_index=True,
+        ),
+        "strategy_prevalence": prevalence(
+            coded_subset(coded, ["strategy"], strategies), strategies, "strategy"
+        ),
+        "convergent": convergent_checks(resp, attempts, checks),
+    }
+    return tables, checks, len(resp)

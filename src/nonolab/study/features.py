@@ -143,16 +143,27 @@ def _narrow(events: pd.DataFrame) -> pd.DataFrame:
     return ev.sort_values(["participant_id", "order", "seq"], kind="stable")
 
 
-def _pauses(inter: pd.DataFrame, threshold_s: float) -> pd.DataFrame:
-    """Return the interaction lines that end a gap ``>= threshold_s`` (as
-    :func:`interaction_gaps` forms gaps, from the narrowed, de-duplicated lines)."""
+def pause_counts(gaps: pd.DataFrame, threshold_s: float) -> pd.Series:
+    """Return the pause count of each attempt in ``gaps``: the number of its gaps ``>=
+    threshold_s`` seconds (0 when none is), as an int64 Series indexed by (``participant_id``,
+    ``order``), sorted. ``gaps``: :func:`interaction_gaps` rows (``participant_id``, ``order``,
+    ``gap_s`` in seconds). Attempts without any gap are absent (their count is 0)."""
+    is_pause = (gaps["gap_s"] >= threshold_s).astype("int64")
+    return is_pause.groupby([gaps[k] for k in KEYS], sort=True).sum().rename("pause_count")
+
+
+def _line_gaps(inter: pd.DataFrame) -> pd.DataFrame:
+    """Return the gaps (``participant_id``, ``order``, ``gap_s``) between consecutive
+    interaction lines, formed as :func:`interaction_gaps` forms them, from the narrowed,
+    de-duplicated lines (event time ``us`` in integer microseconds)."""
     inter = inter.sort_values([*KEYS, "us"], kind="stable")
     us = inter["us"].to_numpy(dtype=np.int64)
     pid = inter["participant_id"].to_numpy(dtype=object)
     order = inter["order"].to_numpy(dtype=object)
     same = (pid[1:] == pid[:-1]) & (order[1:] == order[:-1])
-    pause = same & (np.diff(us) / 1e6 >= threshold_s)
-    return inter.iloc[1:][pause]
+    out = inter.iloc[1:][same][KEYS].copy()
+    out["gap_s"] = np.diff(us)[same] / 1e6
+    return out
 
 
 def _count(frame: pd.DataFrame) -> pd.Series:
@@ -191,7 +202,7 @@ def attempt_features(
         sub = fills.iloc[idx]
         wrong[idx] = sols[h][sub["r"].to_numpy(int), sub["c"].to_numpy(int)] == 0
     n_errors = _count(fills[wrong])
-    n_pauses = _count(_pauses(inter, threshold_s))
+    n_pauses = pause_counts(_line_gaps(inter), threshold_s)
     shapes = {
         (p, o): sols[h].shape
         for p, o, h in zip(

@@ -61,6 +61,13 @@ def plot_threshold_sensitivity(table: pd.DataFrame, reference_s: float | None = 
     aligns = list(dict.fromkeys(table["alignment"]))
     metrics = list(dict.fromkeys(table["metric"]))
     ticks = sorted(table["threshold_s"].unique())
+    # Label a threshold only when it is >= 12% above the last labelled one (the used and fitted
+    # thresholds can be close to a configured one); every threshold keeps its tick.
+    labels, last = [], None
+    for t in ticks:
+        keep = last is None or t >= 1.12 * last
+        labels.append(f"{t:.3g}" if keep else "")
+        last = t if keep else last
     with style():
         fig, axes = new_figure(
             1, 1 + len(aligns), width_in=DOUBLE_WIDTH_IN, height_in=2.4, squeeze=False
@@ -97,7 +104,7 @@ def plot_threshold_sensitivity(table: pd.DataFrame, reference_s: float | None = 
             if reference_s is not None:
                 ax.axvline(reference_s, color=GREY, lw=0.6, ls="--")
             ax.set_xscale("log")
-            ax.set_xticks(ticks, [f"{t:g}" for t in ticks])
+            ax.set_xticks(ticks, labels)
             ax.minorticks_off()
             ax.set_xlabel("pause threshold (s)")
             panel_label(ax, "abcdefgh"[k])
