@@ -43,7 +43,8 @@ NONOLAB = [PY, "-m", "nonolab"]
 MODEL_CHILD = r"""
 import json, sys, time
 import numpy as np, pandas as pd
-from nonolab.stats.mixed_models import fit_crossed, reml_fit_arrays, metric_covariates
+from nonolab.stats.lmm import fit_crossed, reml_fit_arrays
+from nonolab.stats.mixed_models import metric_covariates
 from nonolab.sat.puzzles import load_study_puzzles
 from nonolab.measure.tables import stats_table
 

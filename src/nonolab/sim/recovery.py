@@ -25,7 +25,7 @@ from nonolab.sim.events import SimStudy, simulate_study
 from nonolab.sim.model import SimParams
 from nonolab.sim.writer import GROUND_TRUTH, write_study
 from nonolab.stats import mixed_models
-from nonolab.stats.mixed_models import reml_fit_arrays
+from nonolab.stats.lmm import reml_fit_arrays
 from nonolab.stats.pauses import (
     PUBLISHED_EM_TOL,
     em_tolerance,

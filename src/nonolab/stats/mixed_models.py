@@ -30,7 +30,6 @@ from nonolab.stats.lmm import (
     _single_thread_blas,
     bootstrap_p,
     fit_crossed,
-    reml_fit_arrays,
     satterthwaite_df,
 )
 
@@ -38,18 +37,11 @@ __all__ = [
     "BEHAVIOURS",
     "METRICS",
     "METRIC_TRANSFORMS",
-    "PARTICIPANT",
-    "PUZZLE",
-    "CrossedFit",
-    "bootstrap_p",
-    "fit_crossed",
-    "satterthwaite_df",
     "across_alignments",
     "behaviour_models",
     "covariates_by_alignment",
     "metric_covariates",
     "moderation_models",
-    "reml_fit_arrays",  # engine name kept importable here for existing callers
     "simple_slopes",
     "study_covariates",
     "with_expertise",
