@@ -1,7 +1,7 @@
 # Stage: sat. SAT solver statistics (python-sat accum_stats) of the study's puzzles for every
 # configured solver x encoding, uniqueness of every puzzle, and (when the study preset names the
 # published solver_statistics.txt) a check against the published values. Library:
-# nonolab.sat.solvers, nonolab.sat.encodings, nonolab.sat.formats.
+# nonolab.sat.solvers, nonolab.sat.encodings, nonolab.sat.formats; tables: nonolab.measure.tables.
 
 
 # The puzzle source measured: the ingested puzzle table, or the preset's puzzle file.

@@ -176,7 +176,7 @@ def slope_fit(ratings: pd.DataFrame, n_puzzles: int) -> tuple[float, float, floa
     """Return ``(estimate, se, df, n)`` of the metric slope by direct profiled REML.
 
     Model ``final_difficulty ~ metric_z + (1 | participant_id) + (1 | puzzle_hash)`` fitted with
-    :func:`nonolab.stats.mixed_models.reml_fit_arrays` (the optimum :func:`~nonolab.stats.mixed_models.
+    :func:`nonolab.stats.lmm.reml_fit_arrays` (the optimum :func:`~nonolab.stats.lmm.
     fit_crossed` reports; about 100x faster); ``df = n_puzzles - 2``, the between-puzzle df of a
     puzzle-level covariate (Satterthwaite's df is close to it here; see tests).
     """

@@ -1,6 +1,6 @@
 """Run the reference R implementations (lme4 + lmerTest, BradleyTerry2) via ``Rscript``.
 
-Used by ``tests/test_r_crosscheck.py`` to cross-check :mod:`nonolab.stats.mixed_models` and
+Used by ``tests/stats/test_r_crosscheck.py`` to cross-check :mod:`nonolab.stats.mixed_models` and
 :mod:`nonolab.stats.ranking`, never by the workflow itself (R is not a run-time dependency). Data go to
 R as CSV files in a work folder; results come back as CSV. Every function raises
 :class:`RError` (with R's stderr) when R fails.

@@ -18,7 +18,7 @@ Clauses, line by line in the same order; within a line:
    cell ("lines with no blocks are all empty").
 
 This order reproduces the published variable/clause counts and MiniSat22/Glucose42/CaDiCaL195
-statistics of the six served puzzles (see ``tests/test_encodings_block_start.py``).
+statistics of the six served puzzles (see ``tests/sat/test_encodings_block_start.py``).
 """
 
 from __future__ import annotations
