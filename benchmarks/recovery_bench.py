@@ -20,7 +20,7 @@ from pathlib import Path
 
 import yaml
 
-from nonolab.report.provenance import write_json
+from nonolab.core.tables import write_json
 from nonolab.sim.recovery import recovery_benchmark
 
 REPO = Path(__file__).resolve().parents[1]

@@ -40,7 +40,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from nonolab.report.provenance import write_json
+from nonolab.core.tables import write_json
 from nonolab.sat.fastsolve import PHASES, solve
 from nonolab.sat.formats import parse_grid, read_puzzles, read_taai_solutions
 from nonolab.sat.puzzles import Grid, Puzzle, satisfies

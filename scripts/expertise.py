@@ -2,20 +2,19 @@
 
 import logging
 
-import pandas as pd
-
-from nonolab.report.provenance import provenance, write_json, write_table
+from nonolab.core.tables import provenance, write_json, write_table
 from nonolab.stats.expertise import (
     expertise_composite,
     expertise_correlations,
     participant_items,
     reliability,
 )
+from nonolab.study.schemas import read_table
 
 logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, format="%(message)s")
 log = logging.getLogger("expertise")
 
-attempts = pd.read_csv(snakemake.input.attempts, dtype={"puzzle_id": str})
+attempts = read_table(snakemake.input.attempts, "features")
 items = participant_items(attempts)
 comp = expertise_composite(items)
 table = expertise_correlations(attempts, comp)

@@ -2,9 +2,9 @@
 
 import logging
 
+from nonolab.core.tables import write_table
 from nonolab.measure.puzzle_files import read_puzzles
 from nonolab.measure.tables import line_metrics_table
-from nonolab.report.provenance import write_table
 
 logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, format="%(message)s", force=True)
 log = logging.getLogger("line_metrics")

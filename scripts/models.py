@@ -4,21 +4,20 @@ LMMs (METHODS 9) under the corrected and, when available, the published alignmen
 import logging
 from functools import partial
 
-import pandas as pd
-
-from nonolab.report.provenance import write_table
+from nonolab.core.tables import write_table
 from nonolab.stats.mixed_models import (
     across_alignments,
     behaviour_models,
     study_covariates,
 )
+from nonolab.study.schemas import read_table
 
 logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, format="%(message)s")
 log = logging.getLogger("behaviour_models")
 inp, cov, kw = snakemake.input, snakemake.params.covariates, snakemake.params.models
 
-attempts = pd.read_csv(inp.attempts, dtype={"puzzle_id": str})
-metrics = pd.read_csv(inp.metrics, dtype={"puzzle_id": str})
+attempts = read_table(inp.attempts, "features")
+metrics = read_table(inp.metrics, "sat_metrics")
 covs = study_covariates(attempts, metrics, inp.get("pool_statistics"), **cov, log=log.info)
 fit = partial(behaviour_models, attempts, **kw, metrics=cov["metrics"], log=log.info)
 table = across_alignments(covs, fit)

@@ -4,22 +4,21 @@ random intercepts, simple slopes at expertise -1/0/+1 SD (METHODS 9), both align
 import logging
 from functools import partial
 
-import pandas as pd
-
-from nonolab.report.provenance import write_table
+from nonolab.core.tables import write_table
 from nonolab.stats.mixed_models import (
     across_alignments,
     moderation_models,
     study_covariates,
     with_expertise,
 )
+from nonolab.study.schemas import read_table
 
 logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, format="%(message)s")
 log = logging.getLogger("moderation")
 p, cov, out = snakemake.params, snakemake.params.covariates, snakemake.output
 
-attempts = with_expertise(pd.read_csv(snakemake.input.attempts, dtype={"puzzle_id": str}))
-metrics = pd.read_csv(snakemake.input.metrics, dtype={"puzzle_id": str})
+attempts = with_expertise(read_table(snakemake.input.attempts, "features"))
+metrics = read_table(snakemake.input.metrics, "sat_metrics")
 covs = study_covariates(attempts, metrics, snakemake.input.get("pool_statistics"), **cov)
 fit = partial(moderation_models, attempts, outcome=p.outcome, metrics=cov["metrics"], at=p.at_sd)
 mod, slopes = across_alignments(covs, fit)

@@ -5,9 +5,10 @@ import logging
 
 import pandas as pd
 
-from nonolab.report.provenance import provenance, write_json, write_table
+from nonolab.core.tables import provenance, write_json
 from nonolab.stats.pauses import pause_threshold
 from nonolab.study.features import interaction_gaps
+from nonolab.study.schemas import write_checked_table
 
 logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, format="%(message)s")
 log = logging.getLogger("pauses")
@@ -22,9 +23,10 @@ rec["provenance"] = provenance(
     seeds={"random_state": p.fit["random_state"]},
 )
 write_json(rec, snakemake.output.threshold)
-write_table(
+write_checked_table(
     gaps[["participant_id", "puzzle_id", "order", "gap_s"]],
     snakemake.output.gaps,
+    "gaps",
     inputs=list(snakemake.input),
     formats=("csv",),
 )

@@ -4,8 +4,8 @@ import logging
 
 import pandas as pd
 
+from nonolab.core.tables import write_table
 from nonolab.measure.sweep import merge_shards, pool_duplicates
-from nonolab.report.provenance import write_table
 
 logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, format="%(message)s", force=True)
 log = logging.getLogger("pool_merge")

@@ -2,7 +2,7 @@
 
 import logging
 
-from nonolab.report.provenance import write_table
+from nonolab.core.tables import write_table
 from nonolab.sim.power import CELL_SEED_RULE, power_table
 
 logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, format="%(message)s", force=True)

@@ -4,7 +4,7 @@ import logging
 
 import pandas as pd
 
-from nonolab.report.provenance import write_table
+from nonolab.core.tables import write_table
 
 logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, format="%(message)s", force=True)
 log = logging.getLogger("power_merge")

@@ -2,21 +2,20 @@
 
 import logging
 
-import pandas as pd
-
-from nonolab.report.provenance import provenance, write_json, write_table
+from nonolab.core.tables import provenance, write_json, write_table
 from nonolab.stats.ranking import (
     bootstrap_log_strengths,
     lr_test,
     pairwise_comparisons,
     strengths_table,
 )
+from nonolab.study.schemas import read_table, write_checked_table
 
 logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, format="%(message)s")
 log = logging.getLogger("ranking")
 p = snakemake.params
 
-attempts = pd.read_csv(snakemake.input.attempts, dtype={"puzzle_id": str})
+attempts = read_table(snakemake.input.attempts, "features")
 hashes = dict(zip(attempts["puzzle_id"], attempts["puzzle_hash"], strict=False))
 items = sorted(attempts["puzzle_id"].unique(), key=lambda s: (len(s), s))
 comparisons = pairwise_comparisons(attempts, rating_col=p.rating)
@@ -33,9 +32,10 @@ boot = bootstrap_log_strengths(comparisons, items, p.n_boot, p.seed, progress=pr
 log.info("bootstrap: %d resamples fitted, %d unbounded (skipped)", len(boot.theta), boot.n_failed)
 table = strengths_table(comparisons, items, boot, level=p.ci_level, hashes=hashes)
 params = {"rating": p.rating, "n_boot": p.n_boot, "ci_level": p.ci_level, "n_failed": boot.n_failed}
-write_table(
+write_checked_table(
     table,
     snakemake.output.strengths,
+    "bt_strengths",
     inputs=list(snakemake.input),
     params=params,
     seeds={"bootstrap": p.seed},

@@ -4,7 +4,7 @@
 import logging
 import tempfile
 
-from nonolab.report.provenance import write_json, write_table
+from nonolab.core.tables import write_json, write_table
 from nonolab.sim.recovery import recovery_benchmark, recovery_criteria_table
 
 logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, format="%(message)s", force=True)

@@ -2,15 +2,14 @@
 
 import logging
 
-import pandas as pd
-
+from nonolab.core.tables import write_table
 from nonolab.measure.tables import compare_published, parse_solver_statistics
-from nonolab.report.provenance import write_table
+from nonolab.study.schemas import read_table
 
 logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, format="%(message)s", force=True)
 log = logging.getLogger("sat_published_check")
 
-metrics = pd.read_csv(snakemake.input.metrics, dtype={"puzzle_id": str})
+metrics = read_table(snakemake.input.metrics, "sat_metrics")
 published = parse_solver_statistics(snakemake.input.published)
 check = compare_published(metrics, published, encoding="block_start")
 write_table(

@@ -2,36 +2,34 @@
 within-puzzle gaps at each threshold; pause summaries, Spearman correlations and pauses ~ metric
 LMMs (nonolab.stats.sensitivity)."""
 
-import json
 import logging
 
-import pandas as pd
-
-from nonolab.report.provenance import write_table
+from nonolab.core.tables import write_table
 from nonolab.stats.expertise import expertise_composite, participant_items
 from nonolab.stats.mixed_models import study_covariates
 from nonolab.stats.sensitivity import sensitivity_table
+from nonolab.study.features import read_pause_model
+from nonolab.study.schemas import read_table
 
 logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, format="%(message)s")
 log = logging.getLogger("threshold_sensitivity")
 p, inp, cov = snakemake.params, snakemake.input, snakemake.params.covariates
 
-attempts = pd.read_csv(inp.attempts, dtype={"puzzle_id": str})
-with open(inp.threshold, encoding="utf-8") as fh:
-    record = json.load(fh)
+attempts = read_table(inp.attempts, "features")
+record = read_pause_model(inp.threshold).record
 table, thresholds = sensitivity_table(
     attempts,
-    pd.read_csv(inp.gaps, dtype={"puzzle_id": str}),
+    read_table(inp.gaps, "gaps"),
     record,
     p.thresholds,
     study_covariates(
         attempts,
-        pd.read_csv(inp.metrics, dtype={"puzzle_id": str}),
+        read_table(inp.metrics, "sat_metrics"),
         inp.get("pool_statistics"),
         **cov,
     ),
     expertise=expertise_composite(participant_items(attempts)),
-    strengths=pd.read_csv(inp.strengths, dtype={"puzzle_id": str}),
+    strengths=read_table(inp.strengths, "bt_strengths"),
     rating_col=p.rating,
     metrics=cov["metrics"],
     log=log.info,

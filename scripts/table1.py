@@ -4,9 +4,7 @@ published pool-ordered statistics table, the published (row-position) alignment.
 
 import logging
 
-import pandas as pd
-
-from nonolab.report.provenance import write_table
+from nonolab.core.tables import write_table
 from nonolab.stats.correlations import (
     erratum_table,
     raw_mean_rating,
@@ -14,13 +12,14 @@ from nonolab.stats.correlations import (
     table1,
     table1_points,
 )
+from nonolab.study.schemas import read_table
 
 logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, format="%(message)s")
 p, inp, out = snakemake.params, snakemake.input, snakemake.output
 
-strengths = pd.read_csv(inp.strengths, dtype={"puzzle_id": str})
-attempts = pd.read_csv(inp.attempts, dtype={"puzzle_id": str})
-metrics = pd.read_csv(inp.metrics, dtype={"puzzle_id": str})
+strengths = read_table(inp.strengths, "bt_strengths")
+attempts = read_table(inp.attempts, "features")
+metrics = read_table(inp.metrics, "sat_metrics")
 raw = raw_mean_rating(attempts, rating_col=p.rating)
 aligned = study_alignments(
     attempts, metrics, inp.get("pool_statistics"), p.main_encoding, logging.info

@@ -3,17 +3,16 @@ convergent checks against behaviour (nonolab.stats.themes.theme_tables)."""
 
 import logging
 
-import pandas as pd
-
-from nonolab.report.provenance import write_table
+from nonolab.core.tables import write_table
 from nonolab.stats.themes import load_coded_responses, theme_tables
+from nonolab.study.schemas import read_table
 
 logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, format="%(message)s")
 log = logging.getLogger("themes")
 p = snakemake.params
 
 coded = load_coded_responses(snakemake.input.coded)
-attempts = pd.read_csv(snakemake.input.attempts, dtype={"puzzle_id": str})
+attempts = read_table(snakemake.input.attempts, "features")
 tables, checks, n = theme_tables(coded, attempts, p.convergent)
 log.info(
     "coded export %s: %d responses; %d rating reasons with a final difficulty and >= 1 theme "

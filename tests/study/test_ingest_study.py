@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 from public_study import study_ingest
 
-from nonolab.report.provenance import file_sha256
+from nonolab.core.hashing import file_sha256
 from nonolab.study.ingest import IngestResult
 from nonolab.study.presets import log_sources, resolve_preset
 

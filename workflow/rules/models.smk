@@ -132,7 +132,7 @@ rule fig_simple_slopes:
         mem_mb=1000,
         runtime=5,
     script:
-        "../../scripts/fig_models.py"
+        "../../scripts/fig_simple_slopes.py"
 
 
 rule fig_threshold_sensitivity:
@@ -155,7 +155,7 @@ rule fig_threshold_sensitivity:
         mem_mb=1000,
         runtime=5,
     script:
-        "../../scripts/fig_models.py"
+        "../../scripts/fig_threshold_sensitivity.py"
 
 
 ALL_TARGETS.extend(

@@ -1,0 +1,13 @@
+"""Snakemake script of rule `fig_simple_slopes`: metric slopes at low, mean and high expertise."""
+
+import logging
+
+import pandas as pd
+
+from nonolab.report.figures import save_figure
+from nonolab.report.figures.models import plot_simple_slopes
+
+logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, format="%(message)s")
+fig = plot_simple_slopes(pd.read_csv(snakemake.input.slopes))
+save_figure(fig, snakemake.output.png, snakemake.output.pdf)
+logging.info("wrote %s", snakemake.output.png)
