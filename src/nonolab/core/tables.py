@@ -175,19 +175,17 @@ def _fmt(v: Any) -> str:
 
 
 def to_markdown(df: Table, caption: str | None = None) -> str:
-    """Return ``df`` as a GitHub Markdown table (3 decimals), with an optional caption line."""
-    cols = list(map(str, df.columns))
-    lines = []
-    if caption:
-        lines += [caption, ""]
-    lines.append("| " + " | ".join(cols) + " |")
-    lines.append("|" + "|".join("---" for _ in cols) + "|")
-    for row in df.itertuples(index=False):
-        lines.append("| " + " | ".join(_fmt(v) for v in row) + " |")
-    return "\n".join(lines) + "\n"
+    """Return ``df`` as a GitHub Markdown table (pandas ``DataFrame.to_markdown``, which uses
+    tabulate), numbers as :func:`_fmt` writes them (3 decimals; 4 significant digits below
+    0.001), with an optional caption line."""
+    cells = df.astype(object).map(_fmt)
+    text = cells.to_markdown(index=False, tablefmt="github", disable_numparse=True)
+    return (f"{caption}\n\n" if caption else "") + text + "\n"
 
 
 def _tex_escape(s: str) -> str:
+    """Return ``s`` with LaTeX's special characters escaped (for the caption, which Styler
+    passes through as it is)."""
     for a, b in (
         ("\\", r"\textbackslash{}"),
         ("_", r"\_"),
@@ -207,16 +205,19 @@ def _is_numeric(dtype: Any) -> bool:
 
 
 def to_latex(df: Table, caption: str | None = None) -> str:
-    """Return ``df`` as a LaTeX booktabs ``tabular`` (3 decimals), in a ``table`` float."""
-    cols = list(map(str, df.columns))
+    """Return ``df`` as a LaTeX booktabs ``tabular`` in a ``table`` float (pandas
+    ``Styler.to_latex(hrules=True)``), numbers as :func:`_fmt` writes them, text escaped for
+    LaTeX; numeric columns right-aligned."""
     align = "".join("r" if _is_numeric(df[c].dtype) else "l" for c in df.columns)
-    out = ["\\begin{table}[htbp]", "\\centering"]
-    if caption:
-        out.append(f"\\caption{{{_tex_escape(caption)}}}")
-    out += [f"\\begin{{tabular}}{{{align}}}", "\\toprule"]
-    out.append(" & ".join(_tex_escape(c) for c in cols) + " \\\\")
-    out.append("\\midrule")
-    for row in df.itertuples(index=False):
-        out.append(" & ".join(_tex_escape(_fmt(v)) for v in row) + " \\\\")
-    out += ["\\bottomrule", "\\end{tabular}", "\\end{table}"]
-    return "\n".join(out) + "\n"
+    styler = (
+        df.style.hide(axis="index")
+        .format(_fmt, escape="latex")
+        .format_index(escape="latex", axis=1)
+    )
+    return styler.to_latex(
+        hrules=True,
+        column_format=align,
+        position="htbp",
+        position_float="centering",
+        caption=_tex_escape(caption) if caption else None,
+    )
