@@ -10,6 +10,7 @@ from nonolab.stats.correlations import (
     raw_mean_rating,
     study_alignments,
     table1,
+    table1_captions,
     table1_points,
 )
 from nonolab.study.schemas import read_table
@@ -27,28 +28,10 @@ aligned = study_alignments(
 t1 = table1(strengths, raw, aligned, exact_max_n=p.exact_max_n, n_perm=p.n_perm, seed=p.seed)
 err = erratum_table(t1, p.main_solver, p.main_encoding)
 logging.info("%s", t1.to_string())
-n = int(t1["n"].max()) if len(t1) else 0
-note = (
-    f"Only {n} puzzles: Spearman p-values are exact-permutation or asymptotic on n = {n}; "
-    "treat every correlation as descriptive."
-)
+caption, erratum_caption = table1_captions(t1, p.main_solver, p.main_encoding)
 params = {"rating": p.rating, "alignments": list(aligned), "exact_max_n": p.exact_max_n}
 kw = {"inputs": list(inp), "formats": ("csv", "md", "tex")}
-write_table(
-    t1,
-    out.table,
-    params=params,
-    seeds={"permutation": p.seed},
-    **kw,
-    caption="Table 1. Spearman correlations of Bradley-Terry strength (bt) and raw mean "
-    "final rating (raw) with SAT metrics. " + note,
-)
-write_table(
-    err,
-    out.erratum,
-    params=params | {"solver": p.main_solver, "encoding": p.main_encoding},
-    caption=f"Erratum: published (row-position) vs corrected (hash) alignment, "
-    f"{p.main_solver} x {p.main_encoding}. " + note,
-    **kw,
-)
+write_table(t1, out.table, params=params, seeds={"permutation": p.seed}, caption=caption, **kw)
+main = {"solver": p.main_solver, "encoding": p.main_encoding}
+write_table(err, out.erratum, params=params | main, caption=erratum_caption, **kw)
 write_table(table1_points(aligned, strengths, raw), out.points, inputs=list(inp), params=params)

@@ -199,6 +199,22 @@ def table1(
     return pd.DataFrame(rows, columns=TABLE1_COLUMNS)
 
 
+def table1_captions(t1: pd.DataFrame, solver: str, encoding: str) -> tuple[str, str]:
+    """Return the captions of Table 1 and of its erratum table (published against corrected
+    alignment for ``solver`` x ``encoding``), each ending with the small-sample note."""
+    n = int(t1["n"].max()) if len(t1) else 0
+    note = (
+        f"Only {n} puzzles: Spearman p-values are exact-permutation or asymptotic on n = {n}; "
+        "treat every correlation as descriptive."
+    )
+    return (
+        "Table 1. Spearman correlations of Bradley-Terry strength (bt) and raw mean "
+        "final rating (raw) with SAT metrics. " + note,
+        f"Erratum: published (row-position) vs corrected (hash) alignment, "
+        f"{solver} x {encoding}. " + note,
+    )
+
+
 def erratum_table(t1: pd.DataFrame, solver: str, encoding: str) -> pd.DataFrame:
     """Return the published and corrected alignments side by side for one solver x encoding.
 
