@@ -34,8 +34,9 @@ from solve_bench import random_suite  # noqa: E402
 
 from nonolab import __version__  # noqa: E402
 from nonolab.sat.bpsolve import DecimationStats, decimate  # noqa: E402
-from nonolab.sat.fastsolve import _new_solver, _verified, remaining_encoding  # noqa: E402
 from nonolab.sat.linesolver import propagate  # noqa: E402
+from nonolab.sat.remaining import new_solver, remaining_encoding  # noqa: E402
+from nonolab.sat.result import verified  # noqa: E402
 
 
 class TracingSolver:
@@ -83,7 +84,7 @@ def run_board(
     state = propagate(puzzle)
     enc = remaining_encoding(puzzle, state)
     stats = DecimationStats()
-    with _new_solver("cadical195", enc.clauses) as s0:
+    with new_solver("cadical195", enc.clauses) as s0:
         s = s0 if generator is None else TracingSolver(s0, generator)
         ok, model = decimate(
             puzzle,
@@ -96,7 +97,7 @@ def run_board(
             seed=guess_seed,
         )
         if ok:
-            _verified(puzzle, enc.decode(model))  # raises if a clue is broken
+            verified(puzzle, enc.decode(model))  # raises if a clue is broken
     status = {True: "solved", False: "unsat", None: "unknown"}[ok]
     rec = {"label": puzzle.label, "puzzle_hash": puzzle.hash, "status": status}
     rec["time_s"] = round(time.perf_counter() - t0, 1)

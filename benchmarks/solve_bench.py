@@ -178,8 +178,8 @@ def run_cpsat(p: Puzzle, workers: int, cap_s: float) -> dict[str, Any]:
 
 
 def run_cubes(p: Puzzle, cube_vars: int, cap_s: float) -> dict[str, Any]:
-    """Cube-and-conquer over all CPUs (``nonolab.sat.fastsolve.solve_cubes``)."""
-    from nonolab.sat.fastsolve import solve_cubes
+    """Cube-and-conquer over all CPUs (``nonolab.sat.cubes.solve_cubes``)."""
+    from nonolab.sat.cubes import solve_cubes
 
     r = solve_cubes(p, jobs=os.cpu_count() or 1, cube_vars=cube_vars, timeout_s=cap_s)
     return {

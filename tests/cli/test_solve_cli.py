@@ -112,9 +112,10 @@ def _through_the_fallback(tmp_path, monkeypatch, seed):
     """Write a random 36x36 puzzle file and give the first CDCL attempt one conflict, so that
     solving it goes through the fallback; return the file's path."""
     import nonolab.sat.fastsolve as fastsolve
+    import nonolab.sat.remaining as remaining
 
     monkeypatch.setattr(fastsolve, "FALLBACK_AFTER_CONFLICTS", 1)
-    monkeypatch.setattr(fastsolve, "AUTO_SMALL_MAX_UNKNOWN", 10)
+    monkeypatch.setattr(remaining, "AUTO_SMALL_MAX_UNKNOWN", 10)
     rng = random.Random(seed)
     g = [[int(rng.random() < 0.5) for _ in range(36)] for _ in range(36)]
     path = tmp_path / "p.non"

@@ -12,7 +12,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import nonolab.sat.bpsolve as bpsolve
+import nonolab.sat.fallback as fallback
 import nonolab.sat.fastsolve as fastsolve
+import nonolab.sat.remaining as remaining
 from nonolab.sat.bpsolve import (
     DecimationStats,
     beliefs,
@@ -20,10 +22,10 @@ from nonolab.sat.bpsolve import (
     decimate,
     line_automata,
 )
-from nonolab.sat.fastsolve import _new_solver, remaining_encoding
 from nonolab.sat.formats import read_puzzles
 from nonolab.sat.linesolver import Contradiction, line_placements, propagate
 from nonolab.sat.puzzles import Puzzle, PuzzleError, line_clue, satisfies
+from nonolab.sat.remaining import new_solver, remaining_encoding
 
 
 def _brute_cavity(clue, w1, w0):
@@ -228,7 +230,7 @@ def _decimate(p, checks=None, **kw):
     """Decimate ``p`` on CaDiCaL; with a list ``checks``, append every check's assumptions."""
     state = propagate(p)
     enc = remaining_encoding(p, state)
-    with _new_solver("cadical195", enc.clauses) as s:
+    with new_solver("cadical195", enc.clauses) as s:
         stats = DecimationStats()
         solver = s if checks is None else _RecordingSolver(s, checks)
         ok, model = decimate(p, state, solver, stats=stats, **kw)
@@ -380,7 +382,7 @@ def test_solve_bp_fallback_agrees(monkeypatch, seed, bp_jobs):
     p = _random_puzzle(seed, 36, 36)
     normal = fastsolve.solve(p, fallback=False)
     monkeypatch.setattr(fastsolve, "FALLBACK_AFTER_CONFLICTS", 1)
-    monkeypatch.setattr(fastsolve, "AUTO_SMALL_MAX_UNKNOWN", 10)
+    monkeypatch.setattr(remaining, "AUTO_SMALL_MAX_UNKNOWN", 10)
     fb = fastsolve.solve(p, timeout_s=120, bp_jobs=bp_jobs)
     assert fb.counts["fallback"] == 1 and fb.solver == "cadical195+bp"
     assert fb.counts["bp_checks"] >= 1 and fb.counts["bp_jobs"] == bp_jobs
@@ -393,8 +395,8 @@ def test_solve_bp_fallback_agrees(monkeypatch, seed, bp_jobs):
 def test_bp_hands_over_to_kissat_after_its_limit(monkeypatch):
     p = _random_puzzle(0, 36, 36)
     monkeypatch.setattr(fastsolve, "FALLBACK_AFTER_CONFLICTS", 1)
-    monkeypatch.setattr(fastsolve, "AUTO_SMALL_MAX_UNKNOWN", 10)
-    monkeypatch.setattr(fastsolve, "BP_LIMIT_S", 0.0)
+    monkeypatch.setattr(remaining, "AUTO_SMALL_MAX_UNKNOWN", 10)
+    monkeypatch.setattr(fallback, "BP_LIMIT_S", 0.0)
     fb = fastsolve.solve(p, timeout_s=120)
     assert fb.solver == "cadical195+bp+kissat404"
     assert fb.status == fastsolve.solve(p, fallback=False).status
@@ -427,7 +429,7 @@ def test_bp_stage_restarts_with_the_next_slice(monkeypatch):
     model; the next slice, on a fresh solver, repairs its guesses and solves."""
     p = _random_puzzle(0, 36, 36)
     monkeypatch.setattr(fastsolve, "FALLBACK_AFTER_CONFLICTS", 1)
-    monkeypatch.setattr(fastsolve, "AUTO_SMALL_MAX_UNKNOWN", 10)
+    monkeypatch.setattr(remaining, "AUTO_SMALL_MAX_UNKNOWN", 10)
     monkeypatch.setattr(bpsolve, "SCHEDULE", ((0.3, 1), (0.1, 10_000)))
     _beliefs_upside_down(monkeypatch)
     fb = fastsolve.solve(p, timeout_s=120)
@@ -444,7 +446,7 @@ def test_bp_portfolio_restarts_until_a_slice_solves(monkeypatch):
     their checks added up) before one finds a model."""
     p = _random_puzzle(0, 36, 36)
     monkeypatch.setattr(fastsolve, "FALLBACK_AFTER_CONFLICTS", 1)
-    monkeypatch.setattr(fastsolve, "AUTO_SMALL_MAX_UNKNOWN", 10)
+    monkeypatch.setattr(remaining, "AUTO_SMALL_MAX_UNKNOWN", 10)
     monkeypatch.setattr(bpsolve, "CHECK_CONFLICTS", 1)
     monkeypatch.setattr(bpsolve, "SCHEDULE", ((0.01, 1), (0.02, 100_000)))
     fb = fastsolve.solve(p, timeout_s=120, bp_jobs=2)
@@ -457,7 +459,7 @@ def test_bp_portfolio_proves_unsat_and_hands_over_at_its_limit(monkeypatch):
     """An unsatisfiable puzzle that propagation leaves open is refuted by a worker (under no
     guesses); with no time for BP the stage hands over to Kissat."""
     monkeypatch.setattr(fastsolve, "FALLBACK_AFTER_CONFLICTS", 1)
-    monkeypatch.setattr(fastsolve, "AUTO_SMALL_MAX_UNKNOWN", 0)
+    monkeypatch.setattr(remaining, "AUTO_SMALL_MAX_UNKNOWN", 0)
     reached = 0
     for p in _unsat_candidates(5, 40, seed=7):
         if _has_solution(p):
@@ -466,9 +468,9 @@ def test_bp_portfolio_proves_unsat_and_hands_over_at_its_limit(monkeypatch):
         assert res.status == "unsat"
         reached += res.counts["fallback"]  # the others: refuted by the first CDCL conflict
     assert reached > 0
-    monkeypatch.setattr(fastsolve, "BP_LIMIT_S", 0.0)
+    monkeypatch.setattr(fallback, "BP_LIMIT_S", 0.0)
     p = _random_puzzle(0, 36, 36)
-    monkeypatch.setattr(fastsolve, "AUTO_SMALL_MAX_UNKNOWN", 10)
+    monkeypatch.setattr(remaining, "AUTO_SMALL_MAX_UNKNOWN", 10)
     fb = fastsolve.solve(p, timeout_s=120, bp_jobs=2)
     assert fb.solver == "cadical195+bp+kissat404" and satisfies(p, fb.grid)
     assert fb.counts["bp_checks"] == 0

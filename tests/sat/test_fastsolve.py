@@ -10,15 +10,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from nonolab.sat.fastsolve import (
-    GUIDE_STAGES,
-    SolveResult,
-    _new_solver,
-    remaining_encoding,
-    solve,
-)
+from nonolab.sat.fastsolve import SolveResult, solve
+from nonolab.sat.guided import GUIDE_STAGES
 from nonolab.sat.linesolver import propagate
 from nonolab.sat.puzzles import Puzzle, line_clue, satisfies
+from nonolab.sat.remaining import new_solver, remaining_encoding
 from nonolab.sat.solvers import Watchdog, solve_limited
 
 
@@ -180,14 +176,14 @@ def test_guided_search_keeps_statuses_and_respects_limits():
     state = propagate(hard)  # assume 5 cells of the generating grid: still a long search
     lits = [(r * 45 + c + 1) * (1 if g[r][c] else -1) for r, c in state.unknown_cells()[:5]]
     clauses = remaining_encoding(hard, state).clauses
-    with _new_solver("minisat22", clauses) as s:
+    with new_solver("minisat22", clauses) as s:
         t0 = time.perf_counter()
         ok = solve_limited(s, "minisat22", deadline=t0 + 0.05, assumptions=lits)
         assert ok is None and time.perf_counter() - t0 < 5
     # one watchdog timer for all calls on a solver (what solve() uses): it stops the first
     # call at the deadline, and later calls return at once
     deadline = time.perf_counter() + 0.05
-    with _new_solver("minisat22", clauses) as s, Watchdog(s, deadline, "minisat22") as wd:
+    with new_solver("minisat22", clauses) as s, Watchdog(s, deadline, "minisat22") as wd:
         assert wd.active
         t0 = time.perf_counter()
         # unlimited, this search ends with a model after ~1 s: None means it was interrupted
@@ -277,7 +273,7 @@ def test_solver_options_do_not_change_answers():
 
 
 def test_auto_solver_by_unknown_cells():
-    from nonolab.sat.fastsolve import AUTO_SMALL_MAX_UNKNOWN, resolve_solver
+    from nonolab.sat.remaining import AUTO_SMALL_MAX_UNKNOWN, resolve_solver
 
     assert resolve_solver("auto", AUTO_SMALL_MAX_UNKNOWN) == "minisat22"
     assert resolve_solver("auto", AUTO_SMALL_MAX_UNKNOWN + 1) == "cadical195"
@@ -285,7 +281,7 @@ def test_auto_solver_by_unknown_cells():
 
 
 def test_cube_and_conquer_agrees_with_brute_force():
-    from nonolab.sat.fastsolve import solve_cubes
+    from nonolab.sat.cubes import solve_cubes
 
     rng = random.Random(21)
     for _ in range(6):
@@ -302,7 +298,7 @@ def test_cube_and_conquer_agrees_with_brute_force():
 def test_lookahead_cubes_partition_the_solutions():
     """Brute force on random 6x6 puzzles: every solution lies in exactly one cube, each cube's
     state holds its own literals, and its literals are distinct branching decisions."""
-    from nonolab.sat.fastsolve import lookahead_cubes
+    from nonolab.sat.cubes import lookahead_cubes
 
     rng = random.Random(8)
     n_cubes = n_puzzles = 0
@@ -347,7 +343,7 @@ def test_lookahead_cubes_partition_the_solutions():
 
 
 def test_cube_and_conquer_respects_one_global_timeout():
-    from nonolab.sat.fastsolve import solve_cubes
+    from nonolab.sat.cubes import solve_cubes
 
     rng = random.Random(5)
     g = [[int(rng.random() < 0.5) for _ in range(40)] for _ in range(40)]

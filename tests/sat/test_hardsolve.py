@@ -8,6 +8,7 @@ import random
 import pytest
 
 import nonolab.sat.fastsolve as fastsolve
+import nonolab.sat.remaining as remaining
 from nonolab.sat.hardsolve import (
     _line_moves,
     kissat_solve,
@@ -112,7 +113,7 @@ def test_solve_falls_back_and_agrees(monkeypatch, seed):
     p = Puzzle.from_grid(g)
     normal = fastsolve.solve(p, fallback=False)
     monkeypatch.setattr(fastsolve, "FALLBACK_AFTER_CONFLICTS", 1)
-    monkeypatch.setattr(fastsolve, "AUTO_SMALL_MAX_UNKNOWN", 10)
+    monkeypatch.setattr(remaining, "AUTO_SMALL_MAX_UNKNOWN", 10)
     fb = fastsolve.solve(p, timeout_s=120, hard="kissat")
     assert fb.counts["fallback"] == 1 and fb.solver == "cadical195+kissat404"
     assert fb.status == normal.status

@@ -325,7 +325,7 @@ def decimate(
 
     ``state``: a line-propagation fixpoint of ``puzzle``; ``solver``: a python-sat solver
     loaded with a CNF of the puzzle restricted to ``state`` whose variable ``r * width + c + 1``
-    is cell (r, c) (e.g. :func:`nonolab.sat.fastsolve.remaining_encoding`); ``deadline``: a
+    is cell (r, c) (e.g. :func:`nonolab.sat.remaining.remaining_encoding`); ``deadline``: a
     ``time.perf_counter()`` value; ``max_checks``: give up after this many CDCL checks;
     ``seed``: None guesses the round's most polarised cells (deterministic; equally polarised
     cells in row-major order), an integer guesses a random share of them instead

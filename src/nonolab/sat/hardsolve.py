@@ -1,7 +1,8 @@
 """Fallback for large puzzles that plain CDCL leaves undecided (Knotty, Faase).
 
-Used by :func:`nonolab.sat.fastsolve.solve` when the first SAT attempt on a large remaining problem
-runs out of its conflict budget (:data:`nonolab.sat.fastsolve.FALLBACK_AFTER_CONFLICTS`):
+Used by :mod:`nonolab.sat.fallback` (for :func:`nonolab.sat.fastsolve.solve`) when the first SAT
+attempt on a large remaining problem runs out of its conflict budget
+(:data:`nonolab.sat.fastsolve.FALLBACK_AFTER_CONFLICTS`):
 
 1. **probing implications**: every unknown cell is tried filled and empty with line
    propagation; a refuted value gives a unit clause, and every cell the other propagation sets

@@ -34,7 +34,7 @@ def solve_record(
 
     Keys: ``label``, ``puzzle_hash``, ``height``, ``width``, ``method``, ``encoding``,
     ``solver`` (the one used: ``solver``, or by default ``auto`` resolved by
-    :func:`nonolab.sat.fastsolve.resolve_solver` for hybrid, with ``+bp`` when BP decimation
+    :func:`nonolab.sat.remaining.resolve_solver` for hybrid, with ``+bp`` when BP decimation
     (:mod:`nonolab.sat.bpsolve`) and ``+kissat404`` when Kissat (:mod:`nonolab.sat.hardsolve`) ran in
     the fallback, and ``cadical195`` for plain), ``hard``: the hybrid fallback's first method
     (:data:`nonolab.sat.fastsolve.HARD_METHODS`; ``bp_jobs`` processes run its restart slices),
