@@ -6,6 +6,7 @@ import argparse
 import json
 from pathlib import Path
 
+from nonolab.cli.options import non_negative_int, positive_int
 from nonolab.core.progress import Progress
 from nonolab.sim.events import simulate_study
 from nonolab.sim.model import FAULTS, METRICS, SimParams, params_from_mapping
@@ -57,7 +58,8 @@ def _run(args: argparse.Namespace) -> int:
             "simulated study)"
         )
     with Progress(params.n_participants, "simulate") as bar:
-        study = simulate_study(params, args.seed, progress=bar.update)
+        bar.set_note("drawing puzzles")
+        study = simulate_study(params, args.seed, progress=lambda: bar.update(note=""))
         bar.set_note("writing files")
         files = write_study(study, out)
     truth = study.truth
@@ -86,11 +88,13 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="write into a non-empty folder that holds a simulated study (ground_truth.json), "
         "replacing it; a folder without one is never written into",
     )
-    p.add_argument("--participants", type=int, default=30)
-    p.add_argument("--puzzles", type=int, default=6)
+    p.add_argument("--participants", type=positive_int, default=30)
+    p.add_argument("--puzzles", type=positive_int, default=6)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--size", type=_size, default=(10, 10), help="HxW (default 10x10)")
-    p.add_argument("--filled", type=int, default=None, help="filled cells (default: half)")
+    p.add_argument(
+        "--filled", type=non_negative_int, default=None, help="filled cells (default: half)"
+    )
     p.add_argument("--metric", choices=METRICS, default=None, help="metric driving difficulty")
     p.add_argument("--strength", type=float, default=None, help="puzzle-level correlation")
     p.add_argument(

@@ -192,6 +192,7 @@ def _emit(
         if isinstance(got, str):
             errors += 1
             recs: Iterable[dict[str, Any]] = [_error_record(file, got)]
+            bar.clear()
             print(f"nonolab: error: {got}", file=sys.stderr, flush=True)
         else:
             recs = (next(results) for _ in got)
