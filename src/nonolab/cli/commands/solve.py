@@ -21,6 +21,7 @@ from collections.abc import Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from typing import Any
 
+from nonolab.sat.formats import FORMATS
 from nonolab.sat.puzzles import Puzzle, grid_to_strings
 
 
@@ -49,7 +50,9 @@ def solve_record(
     multiple | unsat | unknown), ``grid`` (row strings or None), ``second_grid`` (when
     multiple), ``time_s`` (wall seconds for this puzzle), the phase times in seconds (hybrid:
     ``propagate_s``, ``probe_s``, ``encode_s``, ``guide_s``, ``solve_s``, ``uniqueness_s``,
-    ``time_to_first_s``) and counts.
+    ``time_to_first_s``) and counts. ``solver`` may be a python-sat alias (``g42``): the
+    record names it canonically (``glucose42``); an unknown name raises ``ValueError`` before
+    anything runs, also when line propagation alone would decide the puzzle.
     """
     if solver is None:
         solver = "auto" if method == "hybrid" else "cadical195"
@@ -294,7 +297,12 @@ def register(sub: argparse._SubParsersAction) -> None:
             "then without them (default); none = one plain SAT call"
         ),
     )
-    p.add_argument("--format", default=None, help="puzzle format (default: from the extension)")
+    p.add_argument(
+        "--format",
+        choices=FORMATS,
+        default=None,
+        help=f"puzzle format (default: from the extension); one of {', '.join(FORMATS)}",
+    )
     p.set_defaults(func=_solve)
 
 
