@@ -82,3 +82,25 @@ def test_unreadable_study_is_a_fatal_error(tmp_path, capsys):
     assert main(["validate", str(out)]) == 2
     err = capsys.readouterr().err
     assert puzzles.name in err and "Traceback" not in err
+
+
+def test_known_reason_rules():
+    from nonolab.cli.commands.validate import known_reason
+
+    excluded = {"backend/old/p1.ndjson": "p1"}
+
+    def row(level, source, id_, reason, action="excluded"):
+        return {"level": level, "source": source, "id": id_, "reason": reason, "action": action}
+
+    assert known_reason(row("file", "backend/old/p1.ndjson", "p1", "pilot"), excluded) == "preset"
+    coded = row("line", "coded.csv:4", "p1", "coded response of 'p1', not an analysed participant")
+    assert known_reason(coded, excluded) == "follows preset"
+    # a participant read under that same id is not excused by the excluded file
+    assert known_reason(coded, excluded, frozenset({"p1"})) is None
+    skipped = "initial rating -1 is not an integer 1-5: set to missing"
+    assert known_reason(row("attempt", "b/p2.ndjson:9", "p2/1", skipped, "kept"), {}) == (
+        "skipped puzzle"
+    )
+    assert known_reason(row("attempt", "b/p2.ndjson:9", "p2/1", skipped.replace("-1", "7"),
+                            "kept"), {}) is None  # fmt: skip
+    assert known_reason(row("line", "b/p2.ndjson:3", "p2", "not a JSON object"), excluded) is None

@@ -35,14 +35,17 @@ def _split_source(source: str) -> tuple[str, int | None]:
     return source, None
 
 
-def known_reason(row: dict[str, Any], excluded: dict[str, str]) -> str | None:
+def known_reason(
+    row: dict[str, Any], excluded: dict[str, str], analysed: frozenset[str] = frozenset()
+) -> str | None:
     """Return why ledger ``row`` is expected (``preset``, ``follows preset``, ``skipped
     puzzle``), or None when it is a problem. ``excluded`` maps each log file the preset
-    excludes (path relative to the study) to its participant id (the file stem)."""
+    excludes (path relative to the study) to its participant id (the file stem); ``analysed``
+    holds the ids of the participants read, whose rows are never explained by an exclusion."""
     file, _ = _split_source(row["source"])
     if row["level"] == "file" and file in excluded:
         return "preset"
-    if row["id"] in excluded.values():
+    if row["id"] in excluded.values() and row["id"] not in analysed:
         return "follows preset"
     if row["action"] == "kept" and _SKIPPED_RATING.match(row["reason"]):
         return "skipped puzzle"
@@ -69,7 +72,9 @@ def validate_study(study: str | Path, preset_name: str = "auto") -> dict[str, An
         raise StudyError(f"study folder {study} {what}")
     preset = resolve_preset(study, preset_name)
     result = ingest_study(study, preset)
-    excluded = {s.rel: s.path.stem for s in log_sources(study, preset) if s.participant_id is None}
+    sources = log_sources(study, preset)
+    excluded = {s.rel: s.path.stem for s in sources if s.participant_id is None}
+    analysed = frozenset(s.participant_id for s in sources if s.participant_id is not None)
     problems: list[dict[str, Any]] = []
     known: list[dict[str, Any]] = []
     for row in result.tables["ledger"].to_dict("records"):
@@ -82,7 +87,7 @@ def validate_study(study: str | Path, preset_name: str = "auto") -> dict[str, An
             "reason": row["reason"],
             "action": row["action"],
         }
-        why = known_reason(row, excluded)
+        why = known_reason(row, excluded, analysed)
         if why is None:
             problems.append(rec)
         else:
