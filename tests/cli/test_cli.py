@@ -7,7 +7,17 @@ import pytest
 
 from nonolab.cli import build_parser, main
 
-EXPECTED = {"run", "ingest", "features", "solve", "stats", "generate", "encode", "simulate"}
+EXPECTED = {
+    "run",
+    "ingest",
+    "features",
+    "validate",
+    "solve",
+    "stats",
+    "generate",
+    "encode",
+    "simulate",
+}
 
 
 def test_help_lists_every_command():

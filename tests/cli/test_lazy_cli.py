@@ -48,7 +48,9 @@ def _modules_after(argv: list[str]) -> list[str]:
     return json.loads(res.stdout.strip().splitlines()[-1])
 
 
-@pytest.mark.parametrize("argv", [["--help"], [], ["--version"], ["run", "--help"]])
+@pytest.mark.parametrize(
+    "argv", [["--help"], [], ["--version"], ["run", "--help"], ["validate", "--help"]]
+)
 def test_help_imports_no_heavy_library(argv):
     assert _modules_after(argv) == []
 

@@ -471,7 +471,8 @@ def test_cli_writes_study_and_refuses_foreign_folder(tmp_path, capsys):
     assert "true pause threshold" in capsys.readouterr().out
     truth = json.loads((out / GROUND_TRUTH).read_text())
     assert truth["seed"] == 4 and truth["params"]["filled"] == 18
-    assert main([*argv, str(out)]) == 0  # rewriting a simulated study is allowed
+    assert main([*argv, str(out)]) == 2  # a non-empty folder is refused without --force
+    assert main([*argv, "--force", str(out)]) == 0  # rewriting a simulated study is allowed
     foreign = tmp_path / "real"
     foreign.mkdir()
     (foreign / "notes.txt").write_text("x")

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from collections.abc import Iterable, Sequence
 
@@ -23,6 +24,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "run": ("run", "run the whole analysis workflow (Snakemake) on a study folder"),
     "ingest": ("ingest", "read a study's logs into tidy tables and a ledger"),
     "features": ("ingest", "per-attempt behavioural features from ingest tables"),
+    "validate": (
+        "validate",
+        "check a study folder: every problem the ingest finds, without writing tables",
+    ),
     "simulate": (
         "simulate",
         "write a simulated study (public-study layout plus ground_truth.json)",
@@ -156,16 +161,44 @@ def main(argv: Sequence[str] | None = None) -> int:
         if not getattr(args, "func", None):
             parser.print_help()
             return 0
-        return int(args.func(args) or 0)
+        code = int(args.func(args) or 0)
+        sys.stdout.flush()  # a closed pipe shows here, not at the interpreter's exit
+        return code
     except ModuleNotFoundError as exc:
         message = missing_extra_message(command or "", exc.name or "")
         if message is None:
             raise
         print(f"nonolab: error: {message}", file=sys.stderr)
         return 2
-    except (ValueError, FileNotFoundError) as exc:  # documented user-facing errors
+    except BrokenPipeError:
+        return _stdout_closed()
+    except KeyboardInterrupt:
+        print("nonolab: interrupted", file=sys.stderr)
+        return 130
+    except ValueError as exc:  # documented user-facing errors
         print(f"nonolab: error: {exc}", file=sys.stderr)
         return 2
+    except OSError as exc:  # a missing file, a folder given for a file, no permission, ...
+        from nonolab.cli.options import os_error_message
+
+        print(f"nonolab: error: {os_error_message(exc)}", file=sys.stderr)
+        return 2
+
+
+#: exit status after the reader of stdout went away (``nonolab solve ... | head``): 128 +
+#: SIGPIPE, what a shell reports for a program that the signal ended
+EXIT_BROKEN_PIPE = 141
+
+
+def _stdout_closed() -> int:
+    """Point stdout at the null device (so the interpreter's final flush does not fail
+    again) and return :data:`EXIT_BROKEN_PIPE`."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):  # no real stdout (captured in a test)
+        pass
+    return EXIT_BROKEN_PIPE
 
 
 if __name__ == "__main__":

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -539,8 +539,13 @@ def study_truth(
     }
 
 
-def simulate_study(params: SimParams, seed: int) -> SimStudy:
-    """Return a simulated study drawn from ``params`` with master ``seed`` (deterministic)."""
+def simulate_study(
+    params: SimParams, seed: int, progress: Callable[[], None] | None = None
+) -> SimStudy:
+    """Return a simulated study drawn from ``params`` with master ``seed`` (deterministic).
+
+    ``progress`` (optional) is called after each participant's session is drawn.
+    """
     s_puz, s_sched, s_part, s_fault = np.random.SeedSequence(seed).spawn(4)
     world = draw_puzzles(params, np.random.default_rng(s_puz))
     schedule = ordered_triples(
@@ -556,6 +561,8 @@ def simulate_study(params: SimParams, seed: int) -> SimStudy:
         rows.extend(res.responses)
         truths.append(res.truth)
         clock = res.clock
+        if progress is not None:
+            progress()
     faults = inject_faults(logs, params, np.random.default_rng(s_fault))
     truth = study_truth(params, seed, world, truths, faults)
     return SimStudy(params, seed, world.puzzles, schedule, logs, coded_responses(rows), truth)

@@ -10,6 +10,11 @@ def _ingest(args: argparse.Namespace) -> int:
     from nonolab.study.ingest import ingest_study, write_ingest
     from nonolab.study.presets import resolve_preset
 
+    study, out = Path(args.study), Path(args.out)
+    if study.exists() and not study.is_dir():
+        raise ValueError(f"study {study} is a file, not a study folder")
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"output {out} exists and is not a folder")
     preset = resolve_preset(args.study, args.preset)
     result = ingest_study(args.study, preset)
     write_ingest(result, args.out, params={"preset": preset.name})

@@ -61,24 +61,43 @@ def _stats(args: argparse.Namespace) -> int:
 
 
 def _generate(args: argparse.Namespace) -> int:
+    from nonolab.core.progress import Progress
     from nonolab.sat.generate import GenerationError, random_unique_puzzles
 
+    n_cells = args.height * args.width
+    filled = n_cells // 2 if args.filled is None else args.filled
+    if filled > n_cells:
+        raise ValueError(
+            f"--filled {filled} does not fit a {args.height}x{args.width} grid ({n_cells} cells)"
+        )
     rng = np.random.default_rng(args.seed)
-    try:
-        puzzles = list(
-            random_unique_puzzles(
+    puzzles: list[Puzzle] = []
+    n_tried = 0
+    with Progress(args.count, "generate") as bar:
+
+        def tried() -> None:
+            nonlocal n_tried
+            n_tried += 1
+            bar.set_note(f"{n_tried} grids tried")
+
+        try:
+            for p in random_unique_puzzles(
                 args.count,
                 args.height,
                 args.width,
-                args.filled,
+                filled,
                 rng,
+                distinct=True,
+                timeout_s=args.timeout,
                 encoding=args.encoding,
                 solver=args.solver,
                 max_attempts=args.max_attempts,
-            )
-        )
-    except GenerationError as exc:
-        raise ValueError(str(exc)) from None
+                on_attempt=tried,
+            ):
+                puzzles.append(p)
+                bar.update()
+        except GenerationError as exc:
+            raise ValueError(str(exc)) from None
     if args.out is None or args.out.suffix.lower() == ".json":
         text = json.dumps(
             [
@@ -128,6 +147,14 @@ def _encode(args: argparse.Namespace) -> int:
 
 def register(sub: argparse._SubParsersAction) -> None:
     """Add ``stats``, ``generate`` and ``encode`` to the CLI."""
+    from nonolab.cli.options import (
+        encoding_name,
+        non_negative_int,
+        positive_int,
+        positive_seconds,
+        solver_name,
+    )
+
     fmt_help = f"input format (default: from the extension/content); one of {', '.join(FORMATS)}"
 
     p = sub.add_parser(
@@ -141,28 +168,60 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--solver",
         action="append",
+        type=solver_name,
         help="python-sat solver name (repeatable; default: minisat22, glucose42, cadical195)",
     )
     p.add_argument(
-        "--encoding", action="append", help="encoding (repeatable; default: every registered)"
+        "--encoding",
+        action="append",
+        type=encoding_name,
+        help="encoding (repeatable; default: every registered)",
     )
-    p.add_argument("--conf-budget", type=int, help="max conflicts per run (then status unknown)")
-    p.add_argument("--time-limit", type=float, help="max wall seconds per run (status unknown)")
+    p.add_argument(
+        "--conf-budget", type=positive_int, help="max conflicts per run (then status unknown)"
+    )
+    p.add_argument(
+        "--time-limit", type=positive_seconds, help="max wall seconds per run (status unknown)"
+    )
     p.add_argument("--json", action="store_true", help="JSON Lines output, one record per run")
     p.set_defaults(func=_stats)
 
     g = sub.add_parser(
         "generate",
         help="random puzzles with a fixed number of filled cells and a unique solution",
+        description="COUNT distinct random puzzles, each with exactly FILLED filled cells and "
+        "a unique solution (proven by SAT), drawn from a seeded generator. Progress goes to "
+        "stderr when it is a terminal.",
     )
-    g.add_argument("--height", type=int, default=10)
-    g.add_argument("--width", type=int, default=10)
-    g.add_argument("--filled", type=int, default=50, help="filled cells per grid")
-    g.add_argument("--count", type=int, default=1)
+    g.add_argument("--height", type=positive_int, default=10)
+    g.add_argument("--width", type=positive_int, default=10)
+    g.add_argument(
+        "--filled",
+        type=non_negative_int,
+        default=None,
+        help="filled cells per grid (default: half the cells, rounded down)",
+    )
+    g.add_argument("--count", type=positive_int, default=1, help="distinct puzzles (default 1)")
     g.add_argument("--seed", type=int, required=True, help="seed of numpy.random.default_rng")
-    g.add_argument("--encoding", default="block_start", help="encoding used to prove uniqueness")
-    g.add_argument("--solver", default="minisat22", help="solver used to prove uniqueness")
-    g.add_argument("--max-attempts", type=int, default=10_000, help="grids tried per puzzle")
+    g.add_argument(
+        "--encoding",
+        type=encoding_name,
+        default="block_start",
+        help="encoding used to prove uniqueness",
+    )
+    g.add_argument(
+        "--solver", type=solver_name, default="minisat22", help="solver used to prove uniqueness"
+    )
+    g.add_argument(
+        "--max-attempts", type=positive_int, default=10_000, help="grids tried per puzzle"
+    )
+    g.add_argument(
+        "--timeout",
+        type=positive_seconds,
+        default=None,
+        metavar="S",
+        help="give up (exit 2) after S wall seconds in all (default: no limit)",
+    )
     g.add_argument(
         "--out",
         type=Path,
@@ -174,8 +233,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     e = sub.add_parser("encode", help="write a puzzle's CNF as DIMACS")
     e.add_argument("file", type=Path)
     e.add_argument("--format", choices=FORMATS, help=fmt_help)
-    e.add_argument("--encoding", default="block_start")
-    e.add_argument("--index", type=int, help="0-based puzzle index in a multi-puzzle file")
+    e.add_argument("--encoding", type=encoding_name, default="block_start")
+    e.add_argument(
+        "--index", type=non_negative_int, help="0-based puzzle index in a multi-puzzle file"
+    )
     e.add_argument(
         "--dimacs", action="store_true", help="DIMACS output (the only output format; accepted)"
     )

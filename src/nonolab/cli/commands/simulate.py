@@ -6,6 +6,8 @@ import argparse
 import json
 from pathlib import Path
 
+from nonolab.cli.options import non_negative_int, positive_int
+from nonolab.core.progress import Progress
 from nonolab.sim.events import simulate_study
 from nonolab.sim.model import FAULTS, METRICS, SimParams, params_from_mapping
 from nonolab.sim.writer import write_study
@@ -47,8 +49,19 @@ def _run(args: argparse.Namespace) -> int:
     if args.strength is not None:
         overrides["metric_strength"] = args.strength
     params = params_from_mapping(SimParams(), overrides)
-    study = simulate_study(params, args.seed)
-    files = write_study(study, args.out)
+    out = Path(args.out)
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"{out} exists and is not a folder")
+    if out.is_dir() and any(out.iterdir()) and not args.force:
+        raise ValueError(
+            f"{out} is not empty: refusing to write a study into it (--force rewrites a "
+            "simulated study)"
+        )
+    with Progress(params.n_participants, "simulate") as bar:
+        bar.set_note("drawing puzzles")
+        study = simulate_study(params, args.seed, progress=lambda: bar.update(note=""))
+        bar.set_note("writing files")
+        files = write_study(study, out)
     truth = study.truth
     print(
         f"wrote {len(files)} files to {args.out}: {params.n_participants} participants, "
@@ -65,14 +78,23 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="write a simulated study (public-study layout plus ground_truth.json)",
         description="Simulate a Nonogram study: unique puzzles, participants with latent "
         "expertise, NDJSON interaction logs, surveys, coded themes, and ground_truth.json. "
-        "Deterministic for a seed.",
+        "Deterministic for a seed. Refuses a non-empty output folder unless --force. Progress "
+        "goes to stderr when it is a terminal.",
     )
-    p.add_argument("out", help="output folder (created; must be empty or a simulated study)")
-    p.add_argument("--participants", type=int, default=30)
-    p.add_argument("--puzzles", type=int, default=6)
+    p.add_argument("out", help="output folder (created; must not exist or be empty)")
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="write into a non-empty folder that holds a simulated study (ground_truth.json), "
+        "replacing it; a folder without one is never written into",
+    )
+    p.add_argument("--participants", type=positive_int, default=30)
+    p.add_argument("--puzzles", type=positive_int, default=6)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--size", type=_size, default=(10, 10), help="HxW (default 10x10)")
-    p.add_argument("--filled", type=int, default=None, help="filled cells (default: half)")
+    p.add_argument(
+        "--filled", type=non_negative_int, default=None, help="filled cells (default: half)"
+    )
     p.add_argument("--metric", choices=METRICS, default=None, help="metric driving difficulty")
     p.add_argument("--strength", type=float, default=None, help="puzzle-level correlation")
     p.add_argument(

@@ -2,8 +2,13 @@
 
 Text output per puzzle: a header (label, short hash, size), the status and phase times, then the
 grid (``#`` filled, ``.`` empty) and, when the puzzle has several solutions, a second one.
-``--json`` prints one JSON object per puzzle per line (JSON Lines), in input order. Exit code 0
-when every puzzle was solved (unique or multiple), 1 when some puzzle is unsat or unknown.
+``--json`` prints one JSON object per puzzle per line (JSON Lines), in input order, each with the
+``file`` it came from. A file that cannot be read gives, in its place, an error record
+(``{"file": ..., "status": "error", "error": ...}``; in text output a ``status: error`` block)
+and its message on stderr; the other files are still solved.
+
+Exit status: 0 when every puzzle was solved (unique or multiple), 1 when some puzzle is unsat
+or undecided (timeout), 2 when some input could not be read (this wins over 1).
 """
 
 from __future__ import annotations
@@ -12,9 +17,11 @@ import argparse
 import json
 import sys
 import time
+from collections.abc import Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from typing import Any
 
+from nonolab.sat.formats import FORMATS
 from nonolab.sat.puzzles import Puzzle, grid_to_strings
 
 
@@ -43,10 +50,16 @@ def solve_record(
     multiple | unsat | unknown), ``grid`` (row strings or None), ``second_grid`` (when
     multiple), ``time_s`` (wall seconds for this puzzle), the phase times in seconds (hybrid:
     ``propagate_s``, ``probe_s``, ``encode_s``, ``guide_s``, ``solve_s``, ``uniqueness_s``,
-    ``time_to_first_s``) and counts.
+    ``time_to_first_s``) and counts. ``solver`` may be a python-sat alias (``g42``): the
+    record names it canonically (``glucose42``); an unknown name raises ``ValueError`` before
+    anything runs, also when line propagation alone would decide the puzzle.
     """
     if solver is None:
         solver = "auto" if method == "hybrid" else "cadical195"
+    elif not (solver == "auto" and method == "hybrid"):
+        from nonolab.sat.solvers import canonical_solver
+
+        solver = canonical_solver(solver)  # ValueError listing the known names
     rec: dict[str, Any] = {
         "label": puzzle.label,
         "puzzle_hash": puzzle.hash,
@@ -95,14 +108,9 @@ def _worker(item: tuple[Puzzle, dict[str, Any]]) -> dict[str, Any]:
     return solve_record(puzzle, **kw)
 
 
-def _positive_int(text: str) -> int:
-    n = int(text)
-    if n < 1:
-        raise argparse.ArgumentTypeError(f"needs a whole number of at least 1, not {text}")
-    return n
-
-
 def _format_text(rec: dict[str, Any]) -> str:
+    if rec["status"] == "error":
+        return f"== {rec['file']}\nstatus: error\nerror: {rec['error']}"
     head = (
         f"== {rec['label']} [{rec['puzzle_hash'][:12]}] {rec['width']}x{rec['height']} "
         f"(width x height)"
@@ -124,12 +132,30 @@ def _format_text(rec: dict[str, Any]) -> str:
     return "\n".join(out)
 
 
-def _solve(args: argparse.Namespace) -> int:
+def _read_inputs(files: list[str], fmt: str | None) -> list[tuple[str, list[Puzzle] | str]]:
+    """Return ``(file, puzzles)`` for every readable file and ``(file, message)`` for the
+    others, in the order given."""
+    from nonolab.cli.options import os_error_message
     from nonolab.measure.puzzle_files import read_puzzles
 
-    puzzles: list[Puzzle] = []
-    for f in args.files:
-        puzzles.extend(read_puzzles(f, args.format))
+    out: list[tuple[str, list[Puzzle] | str]] = []
+    for f in files:
+        try:
+            out.append((f, read_puzzles(f, fmt)))
+        except OSError as exc:
+            out.append((f, os_error_message(exc)))
+        except ValueError as exc:  # FormatError, PuzzleError: they name file:line
+            msg = str(exc)
+            out.append((f, msg if f in msg else f"{f}: {msg}"))
+    return out
+
+
+def _solve(args: argparse.Namespace) -> int:
+    from nonolab.core.progress import Progress
+
+    if args.method == "plain" and args.solver == "auto":
+        raise ValueError("--solver auto chooses a solver for --method hybrid only")
+    inputs = _read_inputs(args.files, args.format)
     kw = {
         "method": args.method,
         "encoding": args.encoding or ("order" if args.method == "hybrid" else "block_start"),
@@ -140,34 +166,72 @@ def _solve(args: argparse.Namespace) -> int:
         "bp_jobs": args.bp_jobs,
         "guide": args.guide,
     }
-    items = [(p, kw) for p in puzzles]
-    if args.jobs > 1 and len(items) > 1:
-        with ProcessPoolExecutor(max_workers=args.jobs) as ex:
-            results = ex.map(_worker, items, chunksize=max(1, len(items) // (8 * args.jobs)))
-            return _emit(results, args.json)
-    return _emit(map(_worker, items), args.json)
+    items = [(p, kw) for _, got in inputs if not isinstance(got, str) for p in got]
+    with Progress(len(items), "solve", enabled=None if len(items) > 1 else False) as bar:
+        if args.jobs > 1 and len(items) > 1:
+            ex = ProcessPoolExecutor(max_workers=args.jobs)
+            try:
+                chunk = max(1, len(items) // (8 * args.jobs))
+                return _emit(inputs, ex.map(_worker, items, chunksize=chunk), args.json, bar)
+            finally:  # on an early end (closed pipe, Ctrl-C) the queued puzzles are dropped
+                ex.shutdown(cancel_futures=True)
+        return _emit(inputs, map(_worker, items), args.json, bar)
 
 
-def _emit(results, as_json: bool) -> int:
-    bad = 0
-    for rec in results:
-        if rec["status"] not in ("unique", "multiple"):
-            bad += 1
-        if as_json:
-            print(json.dumps(rec, sort_keys=True), flush=True)
+def _error_record(file: str, message: str) -> dict[str, Any]:
+    return {"file": file, "status": "error", "error": message}
+
+
+def _emit(
+    inputs: list[tuple[str, list[Puzzle] | str]],
+    results: Iterator[dict[str, Any]],
+    as_json: bool,
+    bar: Any,
+) -> int:
+    """Print one record per puzzle (and one per unreadable file) in input order; return the
+    exit status (see the module docstring)."""
+    bad = errors = 0
+    for file, got in inputs:
+        if isinstance(got, str):
+            errors += 1
+            recs: Iterable[dict[str, Any]] = [_error_record(file, got)]
+            bar.clear()
+            print(f"nonolab: error: {got}", file=sys.stderr, flush=True)
         else:
-            print(_format_text(rec), flush=True)
-    return 1 if bad else 0
+            recs = (next(results) for _ in got)
+        for rec in recs:
+            solved = rec["status"] != "error"
+            if solved:
+                rec["file"] = file
+                if rec["status"] not in ("unique", "multiple"):
+                    bad += 1
+            bar.clear()
+            print(json.dumps(rec, sort_keys=True) if as_json else _format_text(rec), flush=True)
+            if solved:
+                bar.update()
+    return 2 if errors else 1 if bad else 0
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     """Add ``solve`` to the CLI."""
+    from nonolab.cli.options import (
+        encoding_name,
+        hybrid_solver_name,
+        positive_int,
+        positive_seconds,
+    )
+
     p = sub.add_parser(
         "solve",
         help="solve puzzle files (any supported format) and decide uniqueness",
         description=(
-            "Solve every puzzle in FILE... and say whether its solution is unique. "
-            "Exit code 1 when some puzzle is unsat or undecided (timeout)."
+            "Solve every puzzle in FILE... and say whether its solution is unique. Records "
+            "come in input order; a file that cannot be read gets an error record in its place "
+            "and the others are still solved."
+        ),
+        epilog=(
+            "exit status: 0 every puzzle solved (unique or multiple); 1 some puzzle unsat or "
+            "undecided (timeout); 2 some input could not be read, or a usage error"
         ),
     )
     p.add_argument("files", nargs="+", metavar="FILE", help="puzzle files (.non, .nin, TAAI...)")
@@ -180,19 +244,23 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--encoding",
+        type=encoding_name,
         default=None,
         help="CNF encoding (default: order for hybrid, block_start for plain)",
     )
     p.add_argument(
         "--solver",
+        type=hybrid_solver_name,
         default=None,
         help=(
             "python-sat solver (default: auto for hybrid, i.e. minisat22 when at most 1,000 "
             "cells are unknown after propagation, else cadical195; cadical195 for plain)"
         ),
     )
-    p.add_argument("--jobs", type=_positive_int, default=1, help="solve puzzles in N processes")
-    p.add_argument("--timeout", type=float, default=None, help="seconds per puzzle")
+    p.add_argument("--jobs", type=positive_int, default=1, help="solve puzzles in N processes")
+    p.add_argument(
+        "--timeout", type=positive_seconds, default=None, help="seconds per puzzle (positive)"
+    )
     p.add_argument(
         "--probing",
         action=argparse.BooleanOptionalAction,
@@ -211,7 +279,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--bp-jobs",
-        type=_positive_int,
+        type=positive_int,
         default=1,
         metavar="N",
         help=(
@@ -229,7 +297,12 @@ def register(sub: argparse._SubParsersAction) -> None:
             "then without them (default); none = one plain SAT call"
         ),
     )
-    p.add_argument("--format", default=None, help="puzzle format (default: from the extension)")
+    p.add_argument(
+        "--format",
+        choices=FORMATS,
+        default=None,
+        help=f"puzzle format (default: from the extension); one of {', '.join(FORMATS)}",
+    )
     p.set_defaults(func=_solve)
 
 

@@ -1,0 +1,168 @@
+"""``nonolab validate``: check a study folder without writing anything.
+
+Runs the ingest (:func:`nonolab.study.ingest.ingest_study`) in memory and sorts its ledger
+into *known* rows and *problems*. Known rows are the ones the study's preset or the logging
+platform explain:
+
+* ``preset``: a log file the preset excludes (with its reason);
+* ``follows preset``: a row about a participant whose log file the preset excludes (e.g. the
+  coded survey responses of an excluded participant);
+* ``skipped puzzle``: a rating of -1, the platform's value for a skipped puzzle (kept, set
+  missing).
+
+Every other ledger row is a problem. Exit status: 0 when the study is usable as it is (only
+known rows), 1 when there are problems, 2 when the study cannot be read at all (the message
+names the file).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+#: ledger reasons of a -1 rating (the platform's value for a skipped puzzle)
+_SKIPPED_RATING = re.compile(r"^(initial|final) rating -1 is not")
+
+
+def _split_source(source: str) -> tuple[str, int | None]:
+    """Return ``(file, line)`` of a ledger ``source`` (``file:line`` or ``file``)."""
+    file, sep, line = source.rpartition(":")
+    if sep and line.isdigit():
+        return file, int(line)
+    return source, None
+
+
+def known_reason(
+    row: dict[str, Any], excluded: dict[str, str], analysed: frozenset[str] = frozenset()
+) -> str | None:
+    """Return why ledger ``row`` is expected (``preset``, ``follows preset``, ``skipped
+    puzzle``), or None when it is a problem. ``excluded`` maps each log file the preset
+    excludes (path relative to the study) to its participant id (the file stem); ``analysed``
+    holds the ids of the participants read, whose rows are never explained by an exclusion."""
+    file, _ = _split_source(row["source"])
+    if row["level"] == "file" and file in excluded:
+        return "preset"
+    if row["id"] in excluded.values() and row["id"] not in analysed:
+        return "follows preset"
+    if row["action"] == "kept" and _SKIPPED_RATING.match(row["reason"]):
+        return "skipped puzzle"
+    return None
+
+
+def validate_study(study: str | Path, preset_name: str = "auto") -> dict[str, Any]:
+    """Return the validation report of the study folder ``study``.
+
+    Keys: ``study``, ``preset``, ``usable`` (no problems), ``problems`` and ``known`` (ledger
+    rows as dicts: ``level``, ``file``, ``line`` (1-based, None for a whole file), ``id``,
+    ``reason``, ``action``; known rows also ``known``, see :func:`known_reason`) and
+    ``summary`` (``log_files``, ``files_excluded``, ``participants``,
+    ``participants_excluded``, ``attempts``, ``lines_read`` = ``lines_used`` +
+    ``lines_excluded`` + ``lines_ignored``). Raises ``StudyError``/``PuzzleError`` (both
+    ``ValueError``) or ``OSError`` for a study that cannot be read.
+    """
+    from nonolab.study.ingest import ingest_study
+    from nonolab.study.presets import StudyError, log_sources, resolve_preset
+
+    study = Path(study)
+    if not study.is_dir():
+        what = "is not a folder" if study.exists() else "does not exist"
+        raise StudyError(f"study folder {study} {what}")
+    preset = resolve_preset(study, preset_name)
+    result = ingest_study(study, preset)
+    sources = log_sources(study, preset)
+    excluded = {s.rel: s.path.stem for s in sources if s.participant_id is None}
+    analysed = frozenset(s.participant_id for s in sources if s.participant_id is not None)
+    problems: list[dict[str, Any]] = []
+    known: list[dict[str, Any]] = []
+    for row in result.tables["ledger"].to_dict("records"):
+        file, line = _split_source(row["source"])
+        rec = {
+            "level": row["level"],
+            "file": file,
+            "line": line,
+            "id": row["id"],
+            "reason": row["reason"],
+            "action": row["action"],
+        }
+        why = known_reason(row, excluded, analysed)
+        if why is None:
+            problems.append(rec)
+        else:
+            known.append({**rec, "known": why})
+    s = result.summary
+    summary = {
+        "log_files": s["log_files"],
+        "files_excluded": s["files_excluded"],
+        "participants": s["participants"],
+        "participants_excluded": s["participants_excluded"],
+        "attempts": s["attempts"],
+        "lines_read": s["events_read"],
+        "lines_used": s["events_used"],
+        "lines_excluded": s["events_excluded"],
+        "lines_ignored": s["events_ignored"],
+    }
+    return {
+        "study": str(study),
+        "preset": preset.name,
+        "usable": not problems,
+        "problems": problems,
+        "known": known,
+        "summary": summary,
+    }
+
+
+def _row_text(rec: dict[str, Any]) -> str:
+    where = rec["file"] if rec["line"] is None else f"{rec['file']}:{rec['line']}"
+    tail = f" [{rec['known']}]" if "known" in rec else ""
+    return f"  {rec['level']:<11} {where}  {rec['id']}: {rec['reason']} ({rec['action']}){tail}"
+
+
+def format_report(report: dict[str, Any]) -> str:
+    """Return the text form of a :func:`validate_study` report."""
+    s = report["summary"]
+    out = [f"study {report['study']} (preset {report['preset']})"]
+    out.append(f"problems: {len(report['problems']) or 'none'}")
+    out += [_row_text(r) for r in report["problems"]]
+    out.append(f"known exclusions and notes: {len(report['known']) or 'none'}")
+    out += [_row_text(r) for r in report["known"]]
+    ignored = f" + {s['lines_ignored']} ignored" if s["lines_ignored"] else ""
+    out.append(
+        f"summary: {s['log_files']} log files ({s['files_excluded']} excluded), "
+        f"{s['participants']} participants ({s['participants_excluded']} excluded), "
+        f"{s['attempts']} attempts; {s['lines_read']} lines read = {s['lines_used']} used + "
+        f"{s['lines_excluded']} excluded{ignored}"
+    )
+    out.append(
+        "usable: yes" if report["usable"] else "usable: no (fix or exclude the problems above)"
+    )
+    return "\n".join(out)
+
+
+def _validate(args: argparse.Namespace) -> int:
+    report = validate_study(args.study, args.preset)
+    if args.json:
+        print(json.dumps(report, indent=2))
+    else:
+        print(format_report(report))
+    return 0 if report["usable"] else 1
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    """Add ``validate`` to the CLI."""
+    p = sub.add_parser(
+        "validate",
+        help="check a study folder: every problem the ingest finds, without writing tables",
+        description="Read a study folder as `nonolab ingest` does, in memory, and list every "
+        "problem (ledger rows: level, file:line, id, reason, action) apart from the exclusions "
+        "its preset declares and the platform's -1 rating of a skipped puzzle, then a summary "
+        "(participants, attempts, lines read = used + excluded).",
+        epilog="exit status: 0 the study is usable (only known exclusions); 1 there are "
+        "problems; 2 the study cannot be read (the message names the file), or a usage error",
+    )
+    p.add_argument("study", help="study folder (public-study layout)")
+    p.add_argument("--preset", default="auto", help="preset name or file (default: auto)")
+    p.add_argument("--json", action="store_true", help="the report as one JSON object")
+    p.set_defaults(func=_validate)
