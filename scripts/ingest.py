@@ -8,6 +8,8 @@ from pathlib import Path
 # Large studies are read by a process pool: use exactly the cores Snakemake booked for the rule.
 os.environ["NONOLAB_INGEST_WORKERS"] = str(snakemake.threads)
 
+from nonolab.core.tables import write_json
+from nonolab.study.identity import study_identity
 from nonolab.study.ingest import ingest_study, write_ingest
 from nonolab.study.presets import load_preset
 
@@ -20,4 +22,11 @@ study = Path(snakemake.input.puzzles).resolve().parents[len(Path(preset.puzzle_f
 log.info("study %s, preset %s (%s)", study, preset.name, preset.path)
 result = ingest_study(study, preset)
 write_ingest(result, Path(snakemake.output.summary).parent, params={"preset": preset.name})
+summary = result.summary
+counts = {
+    "participants": summary["participants"],
+    "attempts": summary["attempts"],
+    "puzzles": len(summary["attempts_per_puzzle"]),
+}
+write_json(study_identity(study, preset) | counts, snakemake.output.study)
 log.info("summary: %s", json.dumps(result.summary, indent=1, sort_keys=True))

@@ -25,10 +25,21 @@ FIGURES = []
 # Study preset (config/studies/*.yaml; `preset: auto` matches the study's puzzle-file sha256).
 from nonolab.study.presets import resolve_preset
 
+if not Path(STUDY).is_dir():
+    raise ValueError(
+        f"study folder {STUDY} does not exist (config study_dir={config['study_dir']!r})"
+    )
 _PRESET = resolve_preset(STUDY, config["preset"])
 PRESET = _PRESET.data
 PRESET_NAME = _PRESET.name
 PRESET_FILE = str(_PRESET.path)
+
+# The study the results folder already holds (results/ingest/study.json): another study stops
+# the run here instead of mixing two studies' tables; the report's home page names this one.
+from nonolab.study.identity import check_results_study
+
+RESULTS_STUDY = check_results_study("results", STUDY, _PRESET) or {}
+config["results_study"] = RESULTS_STUDY
 
 
 def study_path(key, default=None):

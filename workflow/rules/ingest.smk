@@ -27,6 +27,7 @@ rule ingest:
             for t in INGEST_CSV
         ],
         summary="results/ingest/summary.json",
+        study="results/ingest/study.json",
     log:
         "results/logs/ingest.log",
     conda:

@@ -109,12 +109,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--directory",
+        "--results",
         "-d",
         "--workdir",
         dest="directory",
         metavar="DIR",
         default=".",
-        help="working directory: results/ and .snakemake/ are written here (default: .)",
+        help="working directory: results/ and .snakemake/ are written here (default: .); one "
+        "per study: a folder holding another study's results is refused",
     )
     p.add_argument("--cores", type=int, default=2, metavar="N", help="cores (default: 2)")
     p.add_argument("targets", nargs="*", metavar="TARGET", help="Snakemake targets (default: all)")
