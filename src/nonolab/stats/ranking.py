@@ -49,8 +49,9 @@ class NotStronglyConnectedError(ValueError):
         self.components = components
         shown = "; ".join("{" + ", ".join(map(str, c)) + "}" for c in components)
         super().__init__(
-            f"the comparison (win) graph is not strongly connected (components: {shown}): some "
-            "items never lose to the others, so the Bradley-Terry ML estimate is unbounded"
+            f"the comparison (win) graph is not strongly connected (components: {shown}): no "
+            "chain of wins leads from some items to the others, so the Bradley-Terry ML "
+            "estimate is unbounded"
         )
 
 
@@ -230,8 +231,11 @@ def bootstrap_log_strengths(
     ``"k2"`` counts them ``k**2`` times, the published analysis's semantics (see
     :data:`Weighting`). A resample whose win graph is not strongly connected is skipped and
     counted in ``n_not_connected`` (this includes an item that never wins or never loses); a
-    resample on which choix does not converge is skipped and counted in ``n_not_converged``.
-    ``progress(i, n_boot)`` is called every ``progress_every`` resamples. Returns a
+    resample on which choix fails (no convergence, no stationary distribution, non-finite
+    values) is skipped and counted in ``n_not_converged``. Weighting ``"k"`` fits the resample's
+    index pairs with ``choix.ilsr_pairwise`` as :func:`fit_log_strengths` does; ``"k2"`` fits
+    the k-squared-weighted win-count matrix with ``choix.ilsr_pairwise_dense`` (same likelihood,
+    several times faster on the repeated pairs). ``progress(i, n_boot)`` is called every ``progress_every`` resamples. Returns a
     :class:`Bootstrap`.
     """
     if weighting not in ("k", "k2"):
