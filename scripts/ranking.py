@@ -1,9 +1,11 @@
-"""Snakemake entry point of rule `ranking`: Bradley-Terry fit, bootstrap intervals, LR test."""
+"""Snakemake entry point of rule `ranking`: Bradley-Terry fit, bootstrap intervals (participant
+bootstrap, and the published analysis's k-squared semantics side by side), LR test."""
 
 import logging
 
 from nonolab.core.tables import provenance, write_json, write_table
 from nonolab.stats.ranking import (
+    NotStronglyConnectedError,
     bootstrap_log_strengths,
     lr_test,
     pairwise_comparisons,
@@ -24,14 +26,49 @@ log.info(
     int(comparisons["weight"].sum()),
     comparisons["participant_id"].nunique(),
 )
-test = lr_test(comparisons, items)
-log.info("LR chi2 %.4f, df %d, p %.4g", test["chi2"], test["df"], test["p"])
+try:
+    test = lr_test(comparisons, items)
+    log.info("LR chi2 %.4f, df %d, p %.4g", test["chi2"], test["df"], test["p"])
+except NotStronglyConnectedError as e:
+    log.warning("Bradley-Terry point estimate undefined: %s", e)
+    test = {"chi2": None, "df": len(items) - 1, "p": None, "status": f"undefined: {e}"}
 
 progress = lambda i, n: log.info("bootstrap %d/%d", i, n)  # noqa: E731
-boot = bootstrap_log_strengths(comparisons, items, p.n_boot, p.seed, progress=progress)
-log.info("bootstrap: %d resamples fitted, %d unbounded (skipped)", len(boot.theta), boot.n_failed)
-table = strengths_table(comparisons, items, boot, level=p.ci_level, hashes=hashes)
-params = {"rating": p.rating, "n_boot": p.n_boot, "ci_level": p.ci_level, "n_failed": boot.n_failed}
+boots = {}
+for weighting in ("k", "k2"):
+    b = bootstrap_log_strengths(
+        comparisons, items, p.n_boot, p.seed, progress=progress, weighting=weighting
+    )
+    log.info(
+        "bootstrap (weighting %s): %d resamples fitted, %d skipped (win graph not strongly "
+        "connected), %d skipped (choix did not converge)",
+        weighting,
+        b.n_used,
+        b.n_not_connected,
+        b.n_not_converged,
+    )
+    boots[weighting] = b
+boot, published = boots["k"], boots["k2"]
+table = strengths_table(
+    comparisons, items, boot, level=p.ci_level, hashes=hashes, published=published
+)
+params = {
+    "rating": p.rating,
+    "n_boot": p.n_boot,
+    "ci_level": p.ci_level,
+    "n_failed": boot.n_failed,
+    "n_boot_used": boot.n_used,
+    "n_boot_not_connected": boot.n_not_connected,
+    "n_boot_not_converged": boot.n_not_converged,
+    "published_semantics": {
+        "weighting": "k2",
+        "n_boot": p.n_boot,
+        "n_boot_used": published.n_used,
+        "n_boot_not_connected": published.n_not_connected,
+        "n_boot_not_converged": published.n_not_converged,
+    },
+    "status": table["status"].iloc[0] if len(table) else "no items",
+}
 write_checked_table(
     table,
     snakemake.output.strengths,
@@ -41,7 +78,8 @@ write_checked_table(
     seeds={"bootstrap": p.seed},
     formats=("csv", "md", "tex"),
     caption="Bradley-Terry strengths of reported difficulty (geometric mean 1) with 95% "
-    "participant-bootstrap intervals; rank 1 = rated hardest.",
+    "participant-bootstrap intervals (and, for comparison, the published analysis's intervals "
+    "in which a participant drawn k times counts k squared times); rank 1 = rated hardest.",
 )
 write_table(comparisons, snakemake.output.comparisons, inputs=list(snakemake.input), params=params)
 test["provenance"] = provenance(list(snakemake.input), params={"rating": p.rating})

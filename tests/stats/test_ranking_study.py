@@ -3,8 +3,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import numpy as np
 import pandas as pd
 import pytest
+import yaml
 from public_study import study_ingest
 
 from nonolab.sat.puzzles import load_study_puzzles
@@ -17,7 +21,13 @@ from nonolab.stats.correlations import (
     table1,
 )
 from nonolab.stats.expertise import expertise_composite, expertise_correlations, participant_items
-from nonolab.stats.ranking import lr_test, pairwise_comparisons, strengths_table
+from nonolab.stats.ranking import (
+    bootstrap_log_strengths,
+    lr_test,
+    normalised_strengths,
+    pairwise_comparisons,
+    strengths_table,
+)
 from nonolab.study.features import attempt_features
 from nonolab.study.presets import resolve_preset
 
@@ -95,3 +105,74 @@ def test_table1_published_alignment(attempts, comparisons, metrics, study_dir):
     # The corrected join changes the sign of every BT correlation (descriptive, six puzzles).
     assert (e["corrected_bt_rho"] > 0).all()
     assert e["published_perm_p"].between(0, 1).all()
+
+
+CONFIG = yaml.safe_load((Path(__file__).resolve().parents[2] / "config/config.yaml").read_text())
+
+
+def _quantile_mc_se(theta: np.ndarray, q: float) -> np.ndarray:
+    """Monte-Carlo standard error (log scale) of the q-quantile of the normalised strengths,
+    distribution-free: the order statistics B*q -/+ sqrt(B*q*(1-q)) bracket the quantile with
+    about one binomial standard deviation of the count below it, so half their distance is one
+    standard error of the quantile (per item)."""
+    s = np.sort(np.log(normalised_strengths(theta)), axis=0)
+    b = len(s)
+    d = np.sqrt(b * q * (1 - q))
+    return (s[int(np.floor(b * q + d))] - s[int(np.ceil(b * q - d))]) / 2
+
+
+@pytest.fixture(scope="module")
+def bootstraps(comparisons):
+    """Both weightings with the configured seed (the master seed) and resample count."""
+    rk = CONFIG["ranking"]
+    seed = CONFIG["seed"] if rk.get("seed") is None else rk["seed"]
+    return {
+        w: bootstrap_log_strengths(comparisons, ITEMS, rk["bootstrap"], seed, weighting=w)
+        for w in ("k", "k2")
+    }
+
+
+def test_participant_bootstrap_intervals_stay_as_they_are(comparisons, bootstraps):
+    boot = bootstraps["k"]
+    assert (boot.n_used, boot.n_not_connected, boot.n_not_converged) == (4998, 2, 0)
+    t = strengths_table(comparisons, ITEMS, boot, published=bootstraps["k2"])
+    got = [f"{lo:.3f}-{hi:.3f}" for lo, hi in zip(t["ci_low"], t["ci_high"], strict=True)]
+    assert got == [
+        "0.549-1.969",
+        "0.741-2.099",
+        "0.075-0.358",
+        "1.622-4.171",
+        "1.095-3.104",
+        "0.619-1.383",
+    ]
+
+
+def test_published_semantics_reproduce_the_published_intervals(comparisons, bootstraps, study_dir):
+    """The k-squared weighting reproduces bt_difficulty_vs_sat.csv within Monte-Carlo error.
+
+    Both sides are percentile bootstraps with 5000 resamples (the published script's N_BOOT and
+    the configured ``ranking.bootstrap``) but different random streams, so each bound differs by
+    Monte-Carlo error only, with standard error sqrt(2) x the quantile's MC SE (the published
+    side's SE taken equal to ours: same resample count, same distribution). Compared on the log
+    scale (the strengths are log-normal-ish and skewed), with a 4-SE tolerance: under MC error
+    alone 12 bounds all pass with probability > 0.999. The correct intervals are checked to lie
+    outside that tolerance, so the test tells the two semantics apart."""
+    pub = pd.read_csv(study_dir / "analyze-data/out_features/bt_difficulty_vs_sat.csv")
+    pub = pub.set_index(pub["puzzle_id"].astype(str)).loc[ITEMS]
+    t = strengths_table(comparisons, ITEMS, bootstraps["k"], published=bootstraps["k2"]).set_index(
+        "puzzle_id"
+    )
+    # The published point estimates are ours (scipy L-BFGS-B vs choix ILSR).
+    assert t["strength"].to_numpy() == pytest.approx(pub["bt_score"].to_numpy(), rel=1e-6)
+    k2 = bootstraps["k2"]
+    a = (1 - CONFIG["ranking"]["ci_level"]) / 2
+    for ours, correct, theirs, q in (
+        ("ci_low_published_semantics", "ci_low", "theta_ci_lower", a),
+        ("ci_high_published_semantics", "ci_high", "theta_ci_upper", 1 - a),
+    ):
+        tol = 4 * np.sqrt(2) * _quantile_mc_se(k2.theta, q)
+        assert (tol < 0.25).all()  # 0.05-0.22 on the log scale at 5000 resamples
+        diff = np.log(t[ours].to_numpy() / pub[theirs].to_numpy())
+        assert (np.abs(diff) < tol).all(), (ours, diff, tol)
+        off = np.log(t[correct].to_numpy() / pub[theirs].to_numpy())
+        assert (np.abs(off) > tol).all(), (correct, off, tol)

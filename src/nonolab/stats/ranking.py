@@ -10,6 +10,13 @@ is the ML estimate; about 30x faster than ``opt_pairwise``, which matters for th
 ``(winner, loser)`` index pairs in which each decided comparison appears twice and each tie once
 each way (so every data point has weight 1/2); the log-likelihood of the strengths is the weighted
 sum of ``log sigmoid(theta_w - theta_l)``.
+
+The ML estimate exists (is finite and unique up to a constant) exactly when the directed *win
+graph* (an edge ``winner -> loser`` for every comparison, both ways for a tie) is strongly
+connected: every item can be reached from every other by a chain of wins (Zermelo 1929; Ford
+1957). Otherwise some set of items never loses to the rest, the likelihood keeps rising as their
+strengths go to infinity, and choix's ILSR does not converge. The check uses
+``scipy.sparse.csgraph.connected_components(connection="strong")``.
 """
 
 from __future__ import annotations
@@ -17,14 +24,35 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 import choix
 import numpy as np
 import pandas as pd
 from scipy import stats
+from scipy.sparse.csgraph import connected_components
 from scipy.special import log_expit
 
 COMPARISON_COLUMNS = ["participant_id", "winner", "loser", "weight"]
+
+Weighting = Literal["k", "k2"]
+"""How a participant drawn ``k`` times in a bootstrap resample counts: ``"k"`` (``k`` copies of
+each of their comparisons, the participant bootstrap) or ``"k2"`` (``k**2`` copies: the published
+analysis concatenated the drawn participants' rows and then formed pairs within each participant
+id, so every pair of copies also made comparisons)."""
+
+
+class NotStronglyConnectedError(ValueError):
+    """The directed win graph is not strongly connected: the Bradley-Terry ML is unbounded."""
+
+    def __init__(self, components: list[list]) -> None:
+        self.components = components
+        shown = "; ".join("{" + ", ".join(map(str, c)) + "}" for c in components)
+        super().__init__(
+            f"the comparison (win) graph is not strongly connected (components: {shown}): no "
+            "chain of wins leads from some items to the others, so the Bradley-Terry ML "
+            "estimate is unbounded"
+        )
 
 
 def pairwise_comparisons(
@@ -82,22 +110,53 @@ def log_likelihood(theta: np.ndarray, comparisons: pd.DataFrame, items: Sequence
     return float(np.sum(comparisons["weight"].to_numpy() * log_expit(theta[w] - theta[lo])))
 
 
+def _win_adjacency(data: Sequence[tuple[int, int]], n_items: int) -> np.ndarray:
+    """Return the boolean adjacency matrix (winner row, loser column) of choix index pairs."""
+    adj = np.zeros((n_items, n_items), dtype=bool)
+    if len(data):
+        w, lo = np.asarray(data, dtype=int).T
+        adj[w, lo] = True
+    return adj
+
+
+def _strong_labels(adj: np.ndarray) -> tuple[int, np.ndarray]:
+    """Return the number of strongly connected components of ``adj`` and each node's label."""
+    n, labels = connected_components(adj, directed=True, connection="strong")
+    return int(n), labels
+
+
+def win_graph_components(comparisons: pd.DataFrame, items: Sequence) -> list[list]:
+    """Return the strongly connected components of the directed win graph (lists of items, in
+    item order, ordered by their first item); one component means the ML estimate exists."""
+    n, labels = _strong_labels(_win_adjacency(_choix_data(comparisons, items), len(items)))
+    groups: dict[int, list] = {}
+    for item, lab in zip(items, labels, strict=True):
+        groups.setdefault(int(lab), []).append(item)
+    return list(groups.values()) if n > 1 else [list(items)]
+
+
 def fit_log_strengths(comparisons: pd.DataFrame, items: Sequence, tol: float = 1e-10) -> np.ndarray:
     """Return the ML log-strengths (item order, centred to mean 0) fitted by choix.
 
-    Raises ``ValueError`` when an item never wins or never loses (the ML estimate is infinite).
+    Raises :class:`NotStronglyConnectedError` (a ``ValueError``) when the win graph is not
+    strongly connected (the ML estimate is infinite), e.g. when an item never wins or never
+    loses, and ``RuntimeError`` if choix still does not converge.
     """
+    components = win_graph_components(comparisons, items)
+    if len(components) > 1:
+        raise NotStronglyConnectedError(components)
     return _fit_data(_choix_data(comparisons, items), len(items), tol)
 
 
 def _fit_data(data: list[tuple[int, int]], n_items: int, tol: float = 1e-10) -> np.ndarray:
-    wins = {w for w, _ in data}
-    losses = {lo for _, lo in data}
-    for found, what in ((wins, "wins"), (losses, "loses")):
-        absent = [k for k in range(n_items) if k not in found]
-        if absent:
-            raise ValueError(f"item index(es) {absent} never {what}: Bradley-Terry ML is unbounded")
+    """Return choix's ML log-strengths centred to mean 0; the caller checks connectivity."""
     theta = choix.ilsr_pairwise(n_items, data, alpha=0.0, tol=tol, max_iter=10_000)
+    return np.asarray(theta, dtype=float) - float(np.mean(theta))
+
+
+def _fit_dense(wins: np.ndarray, tol: float = 1e-10) -> np.ndarray:
+    """Return choix's ML log-strengths centred to mean 0 from a win-count matrix (winner row)."""
+    theta = choix.ilsr_pairwise_dense(wins, alpha=0.0, tol=tol, max_iter=10_000)
     return np.asarray(theta, dtype=float) - float(np.mean(theta))
 
 
@@ -130,11 +189,29 @@ def lr_test(comparisons: pd.DataFrame, items: Sequence) -> dict[str, float]:
 
 @dataclass(frozen=True)
 class Bootstrap:
-    """Participant-bootstrap log-strengths: ``theta`` (n_ok x items) and failed resample count."""
+    """Participant-bootstrap log-strengths.
+
+    ``theta``: (resamples used x items) log-strengths, natural log, centred; ``n_not_connected``:
+    resamples skipped because their win graph is not strongly connected (ML unbounded);
+    ``n_not_converged``: resamples skipped because choix did not converge, found no stationary
+    distribution or gave non-finite values; ``weighting``: see :data:`Weighting`.
+    """
 
     theta: np.ndarray
-    n_failed: int
+    n_not_connected: int
+    n_not_converged: int
     seed: int
+    weighting: Weighting = "k"
+
+    @property
+    def n_used(self) -> int:
+        """Number of resamples fitted (rows of ``theta``)."""
+        return len(self.theta)
+
+    @property
+    def n_failed(self) -> int:
+        """Number of resamples skipped, for any reason."""
+        return self.n_not_connected + self.n_not_converged
 
 
 def bootstrap_log_strengths(
@@ -144,31 +221,80 @@ def bootstrap_log_strengths(
     seed: int,
     progress: Callable[[int, int], None] | None = None,
     progress_every: int = 500,
+    weighting: Weighting = "k",
 ) -> Bootstrap:
     """Resample participants with replacement ``n_boot`` times and refit each time.
 
-    Uses ``numpy.random.default_rng(seed)``; a resample in which an item never wins or never
-    loses is counted in ``n_failed`` and skipped. ``progress(i, n_boot)`` is called every
-    ``progress_every`` resamples.
+    Uses ``numpy.random.default_rng(seed)`` (one ``integers`` draw of the participant indices per
+    resample, participants sorted by id), so both weightings see the same resamples for the same
+    seed. ``weighting="k"`` (default) counts a participant drawn ``k`` times ``k`` times;
+    ``"k2"`` counts them ``k**2`` times, the published analysis's semantics (see
+    :data:`Weighting`). A resample whose win graph is not strongly connected is skipped and
+    counted in ``n_not_connected`` (this includes an item that never wins or never loses); a
+    resample on which choix fails (no convergence, no stationary distribution, non-finite
+    values) is skipped and counted in ``n_not_converged``. Weighting ``"k"`` fits the resample's
+    index pairs with ``choix.ilsr_pairwise`` as :func:`fit_log_strengths` does; ``"k2"`` fits
+    the k-squared-weighted win-count matrix with ``choix.ilsr_pairwise_dense`` (same likelihood,
+    several times faster on the repeated pairs). ``progress(i, n_boot)`` is called every ``progress_every`` resamples. Returns a
+    :class:`Bootstrap`.
     """
+    if weighting not in ("k", "k2"):
+        raise ValueError(f"weighting must be 'k' or 'k2', not {weighting!r}")
     rng = np.random.default_rng(seed)
+    n_items = len(items)
     parts = sorted(comparisons["participant_id"].unique())
     by_part = {
         p: _choix_data(g, items) for p, g in comparisons.groupby("participant_id", sort=True)
     }
     per = [by_part[p] for p in parts]
-    out, failed = [], 0
+    # Per participant: count of each (winner, loser) index pair, in half-comparison units.
+    wins = np.zeros((len(per), n_items, n_items))
+    for j, d in enumerate(per):
+        np.add.at(wins[j], tuple(np.asarray(d, dtype=int).reshape(-1, 2).T), 1.0)
+    edges = wins > 0
+    out, not_connected, not_converged = [], 0, 0
     for i in range(n_boot):
         draw = rng.integers(0, len(parts), size=len(parts))
-        sample = [pair for j in draw for pair in per[j]]
-        try:
-            out.append(_fit_data(sample, len(items), tol=1e-9))
-        except ValueError:
-            failed += 1
+        if _strong_labels(edges[draw].any(axis=0))[0] > 1:
+            not_connected += 1
+        else:
+            try:
+                with np.errstate(divide="ignore", invalid="ignore"):
+                    if weighting == "k":
+                        sample = [pair for j in draw for pair in per[j]]
+                        theta = _fit_data(sample, n_items, tol=1e-9)
+                    else:
+                        k = np.bincount(draw, minlength=len(parts)).astype(float)
+                        theta = _fit_dense(np.tensordot(k**2, wins, axes=1), tol=1e-9)
+            except (RuntimeError, ValueError, np.linalg.LinAlgError):
+                # choix: "Did not converge after ... iterations", or "stationary distribution
+                # could not be computed" (the data are valid, so any ValueError is choix's).
+                theta = None
+            if theta is None or not np.isfinite(theta).all():
+                not_converged += 1
+            else:
+                out.append(theta)
         if progress is not None and (i + 1) % progress_every == 0:
             progress(i + 1, n_boot)
-    theta = np.array(out) if out else np.empty((0, len(items)))
-    return Bootstrap(theta=theta, n_failed=failed, seed=seed)
+    return Bootstrap(
+        theta=np.array(out) if out else np.empty((0, n_items)),
+        n_not_connected=not_connected,
+        n_not_converged=not_converged,
+        seed=seed,
+        weighting=weighting,
+    )
+
+
+def _percentile_interval(
+    boot: Bootstrap | None, n_items: int, level: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """Return the percentile interval of the normalised strengths (NaN without resamples)."""
+    if boot is None or not len(boot.theta):
+        nan = np.full(n_items, np.nan)
+        return nan, nan
+    a = (1 - level) / 2
+    lo, hi = np.quantile(normalised_strengths(boot.theta), [a, 1 - a], axis=0)
+    return lo, hi
 
 
 def strengths_table(
@@ -177,17 +303,33 @@ def strengths_table(
     boot: Bootstrap | None = None,
     level: float = 0.95,
     hashes: dict | None = None,
+    published: Bootstrap | None = None,
 ) -> pd.DataFrame:
-    """Return one row per item: ``puzzle_id``, ``puzzle_hash``, ``strength`` (geometric mean 1),
-    ``log_strength`` (natural log), ``ci_low``/``ci_high`` (percentile bootstrap interval of
-    the normalised strength at ``level``) and ``rank`` (1 = rated hardest)."""
-    theta = fit_log_strengths(comparisons, items)
-    s = normalised_strengths(theta)
-    lo = hi = np.full(len(items), np.nan)
-    if boot is not None and len(boot.theta):
-        bs = normalised_strengths(boot.theta)
-        a = (1 - level) / 2
-        lo, hi = np.quantile(bs, [a, 1 - a], axis=0)
+    """Return one row per item (table ``bt_strengths``).
+
+    Columns: ``puzzle_id``, ``puzzle_hash``, ``strength`` (geometric mean 1), ``log_strength``
+    (natural log), ``ci_low``/``ci_high`` (percentile interval of the normalised strength at
+    ``level`` from ``boot``, weighting ``"k"``), ``rank`` (1 = rated hardest),
+    ``ci_low_published_semantics``/``ci_high_published_semantics`` (the same from ``published``,
+    weighting ``"k2"``), ``n_boot_used``, ``n_boot_not_connected``, ``n_boot_not_converged``
+    (resample counts of ``boot``; 0 without it) and ``status`` (``"ok"``, or why the point
+    estimate is undefined). Interval columns are NaN without their bootstrap.
+
+    When the full-data win graph is not strongly connected the ML estimate does not exist:
+    strengths, intervals and ranks are missing and ``status`` names the components (every
+    resample is then a sub-graph, so the bootstrap has no usable resample either).
+    """
+    for b, want in ((boot, "k"), (published, "k2")):
+        if b is not None and b.weighting != want:
+            raise ValueError(f"expected a bootstrap with weighting {want!r}, got {b.weighting!r}")
+    n = len(items)
+    status = "ok"
+    try:
+        s = normalised_strengths(fit_log_strengths(comparisons, items))
+    except NotStronglyConnectedError as e:
+        s, status = np.full(n, np.nan), f"point estimate undefined: {e}"
+    lo, hi = _percentile_interval(boot, n, level)
+    plo, phi = _percentile_interval(published, n, level)
     df = pd.DataFrame(
         {
             "puzzle_id": [str(k) for k in items],
@@ -198,5 +340,14 @@ def strengths_table(
             "ci_high": hi,
         }
     )
-    df["rank"] = df["strength"].rank(ascending=False, method="min").astype(int)
+    if status == "ok":
+        df["rank"] = df["strength"].rank(ascending=False, method="min").astype(int)
+    else:
+        df["rank"] = pd.array([pd.NA] * n, dtype="Int64")
+    df["ci_low_published_semantics"] = plo
+    df["ci_high_published_semantics"] = phi
+    df["n_boot_used"] = boot.n_used if boot is not None else 0
+    df["n_boot_not_connected"] = boot.n_not_connected if boot is not None else 0
+    df["n_boot_not_converged"] = boot.n_not_converged if boot is not None else 0
+    df["status"] = status
     return df
