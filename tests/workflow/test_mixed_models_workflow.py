@@ -14,6 +14,8 @@ import pandas as pd
 import pytest
 import yaml
 
+from nonolab.study.schemas import columns
+
 REPO = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
 MODEL_RULES = [
@@ -67,7 +69,17 @@ def write_upstream(root: Path, threshold: float = 2.36) -> None:
     (root / "results/features").mkdir(parents=True)
     (root / "results/sat").mkdir(parents=True)
     (root / "results/pauses").mkdir(parents=True)
-    pd.DataFrame(att).to_csv(root / "results/features/attempts.csv", index=False)
+    attempts = pd.DataFrame(att)
+    tt = attempts["time_to_solve_s"]
+    attempts = attempts.assign(
+        total_time_s=tt + 5.0,
+        check_count=1,
+        percent_error=0.0,
+        percent_incomplete=0.0,
+        solved=True,
+        initial_difficulty=attempts["final_difficulty"].astype(int),
+    )
+    attempts[columns("features")].to_csv(root / "results/features/attempts.csv", index=False)
     pd.DataFrame(gaps, columns=["participant_id", "puzzle_id", "order", "gap_s"]).to_csv(
         root / "results/pauses/gaps.csv", index=False
     )
@@ -82,13 +94,32 @@ def write_upstream(root: Path, threshold: float = 2.36) -> None:
             "conflicts": [0, 0, 4, 15, 15, 4],
             "variables": [312, 306, 333, 319, 333, 305],
             "clauses": [1265, 1180, 1314, 1256, 1294, 1208],
+            "restarts": 0,
+            "status": "SAT",
         }
-    )
+    )[columns("sat_metrics")]
     met.to_csv(root / "results/sat/metrics.csv", index=False)
     (root / "results/tables").mkdir(parents=True)
+    strength = np.linspace(2, 0.5, 6)
     pd.DataFrame(
-        {"puzzle_id": [str(i) for i in range(6)], "strength": np.linspace(2, 0.5, 6)}
-    ).to_csv(root / "results/tables/bt_strengths.csv", index=False)
+        {
+            "puzzle_id": [str(i) for i in range(6)],
+            "puzzle_hash": hashes,
+            "strength": strength,
+            "log_strength": np.log(strength),
+            "ci_low": strength / 2,
+            "ci_high": strength * 2,
+            "rank": np.arange(1, 7),
+            "ci_low_published_semantics": strength / 3,
+            "ci_high_published_semantics": strength * 3,
+            "n_boot_used": 100,
+            "n_boot_not_connected": 0,
+            "n_boot_not_converged": 0,
+            "status": "ok",
+        }
+    ).reindex(columns=columns("bt_strengths")).to_csv(
+        root / "results/tables/bt_strengths.csv", index=False
+    )
     rec = {"threshold_used_s": threshold, "threshold_s": 2.0}
     (root / "results/pauses/threshold.json").write_text(json.dumps(rec))
 
