@@ -3,7 +3,9 @@ or a ledger row with a reason, and nothing else is lost. Studies are synthetic, 
 
 from __future__ import annotations
 
+import copy
 import json
+import re
 
 import jsonschema
 import pytest
@@ -26,10 +28,17 @@ from nonolab.study.presets import REPO, StudyError, load_preset, resolve_preset
 N_GOOD = len(good_session())
 
 
+def other_good_session():
+    """good_session() with another schedule index: another session, not a copy of Bad-p1's."""
+    events = good_session()
+    events[0] = {**events[0], "schedule_idx": 5}
+    return events
+
+
 def study_with(tmp_path, bad_events, name="Bad-p1", good=True, **kw):
     sessions = {name: bad_events}
     if good:
-        sessions["Good-p2"] = good_session()
+        sessions["Good-p2"] = other_good_session()
     return write_study(tmp_path / "study", sessions, **kw)
 
 
@@ -443,3 +452,127 @@ def test_default_preset_reads_json_logs_too(tmp_path):
     assert res.tables["participants"]["source_file"].tolist() == ["backend/logs/Ann-p1.json"]
     assert resolve_preset(root).name == "default"
     assert set(GRIDS) == {0, 1, 2}
+
+
+# --- copies, presets, queues, puzzle-file values ---------------------------------------------
+
+
+def assert_identity(res):
+    s = res.summary
+    assert s["events_read"] == s["events_used"] + s["events_excluded"] + s["events_ignored"]
+
+
+@pytest.mark.parametrize("copy", ["Bad-p1 (1).ndjson", "Copy-of-Bad-p1.ndjson", "Bad-p1.json"])
+def test_copied_log_is_one_participant(tmp_path, copy):
+    root = study_with(tmp_path, good_session())
+    logs = root / "backend" / "logs"
+    # a re-saved copy (CRLF line ends) is the same session
+    (logs / copy).write_bytes((logs / "Bad-p1.ndjson").read_bytes().replace(b"\n", b"\r\n"))
+    if copy == "Bad-p1.json":  # same participant id: the preset must say which one is used
+        with pytest.raises(StudyError, match="Bad-p1"):
+            ingest(root)
+        return
+    res = ingest(root)
+    assert sorted(res.tables["participants"]["participant_id"]) == ["Bad-p1", "Good-p2"]
+    assert len(res.tables["attempts"]) == 6
+    led = res.tables["ledger"]
+    row = led[led["source"] == f"backend/logs/{copy}"]
+    assert row[["level", "action"]].values.tolist() == [["file", "excluded"]]
+    assert row["reason"].iloc[0].startswith("duplicate of backend/logs/Bad-p1.ndjson")
+    assert res.summary["files_excluded"] == 1
+    assert res.summary["events_read"] == 3 * N_GOOD
+    assert_good_intact(res)
+
+
+def test_copied_log_keeps_the_preset_mapped_file(tmp_path):
+    root = study_with(tmp_path, good_session())
+    logs = root / "backend" / "logs"
+    (logs / "A-copy-with-a-long-name.ndjson").write_bytes((logs / "Bad-p1.ndjson").read_bytes())
+    p = tmp_path / "p.yaml"
+    p.write_text(
+        "name: x\npuzzle_file: nonograms_6.json\nlog_globs: [backend/logs/*.ndjson]\n"
+        "puzzles_per_session: 3\nparticipants:\n  default_participant_id: stem\n  files:\n"
+        "    - {file: backend/logs/A-copy-with-a-long-name.ndjson, participant_id: Ann-p1}\n"
+    )
+    res = ingest_study(root, load_preset(p))
+    assert sorted(res.tables["participants"]["participant_id"]) == ["Ann-p1", "Good-p2"]
+    led = res.tables["ledger"]
+    assert led[led["source"] == "backend/logs/Bad-p1.ndjson"]["reason"].str.startswith(
+        "duplicate of backend/logs/A-copy-with-a-long-name.ndjson"
+    ).tolist() == [True]
+    assert_identity(res)
+
+
+def test_crlf_puzzle_file_keeps_its_preset(tmp_path):
+    root = study_with(tmp_path, good_session())
+    puzzles = root / "nonograms_6.json"
+    puzzles.write_text(json.dumps(puzzle_file_content(), indent=2))
+    preset = tmp_path / "p.yaml"
+    text = (REPO / "config" / "studies" / "default.yaml").read_text()
+    preset.write_text(text.replace("name: default", "name: mine"))
+    from nonolab.study.presets import fingerprint_matches, puzzle_file_hashes
+
+    mine = load_preset(preset)
+    mine.data["fingerprint"] = {"puzzle_hashes": puzzle_file_hashes(puzzles)}
+    assert fingerprint_matches(mine, puzzles)
+    puzzles.write_bytes(b"\xef\xbb\xbf" + puzzles.read_bytes().replace(b"\n", b"\r\n"))
+    assert fingerprint_matches(mine, puzzles)  # same puzzles, other bytes
+    other = puzzle_file_content()
+    other[0], other[1] = {**other[1], "id": 0}, {**other[0], "id": 1}  # ids swapped
+    puzzles.write_text(json.dumps(other))
+    assert not fingerprint_matches(mine, puzzles)
+
+
+@pytest.mark.parametrize("queue", [(0, 0, 1), (2, 1, 2)])
+def test_queue_naming_a_puzzle_twice(tmp_path, queue):
+    events = good_session(queue=queue)
+    res = ingest(study_with(tmp_path, events))
+    led = ledger_for(res)
+    assert led[["level", "source", "action"]].values.tolist() == [
+        ["participant", "backend/logs/Bad-p1.ndjson:1", "excluded"]
+    ]
+    assert "more than once" in led["reason"].iloc[0]
+    assert "Bad-p1" not in set(res.tables["participants"]["participant_id"])
+    assert_good_intact(res)
+
+
+@pytest.mark.parametrize("cell", [2, -1, 0.5, "1", None, float("nan")])
+def test_solution_cell_other_than_0_or_1(tmp_path, cell):
+    content = copy.deepcopy(puzzle_file_content())  # the grids are shared with GRIDS
+    content[1]["solution"][2][1] = cell
+    root = study_with(tmp_path, good_session())
+    text = json.dumps(content)  # NaN is written as the constant NaN: not JSON
+    (root / "nonograms_6.json").write_text(text)
+    with pytest.raises(PuzzleError, match=r"nonograms_6\.json: (puzzle id 1|not a JSON)") as e:
+        ingest(root)
+    if cell == cell:
+        assert "cell (2,1)" in str(e.value) and "not 0 or 1" in str(e.value)
+
+
+def test_solution_without_clues_other_than_0_or_1(tmp_path):
+    content = copy.deepcopy(puzzle_file_content())
+    del content[2]["clues"]
+    content[2]["solution"][0][1] = 7
+    root = study_with(tmp_path, good_session(), puzzles=content)
+    with pytest.raises(PuzzleError, match=r"nonograms_6\.json: puzzle id 2: .*cell \(0,1\) is 7"):
+        ingest(root)
+
+
+@pytest.mark.parametrize(
+    ("clue", "match"),
+    [("1e400", "block length inf"), ("NaN", "not a JSON puzzle file"), ("-1e400", "-inf")],
+)
+def test_clue_out_of_range(tmp_path, clue, match):
+    root = study_with(tmp_path, good_session())
+    text = json.dumps(puzzle_file_content()).replace('"rows": [[2]', f'"rows": [[{clue}]', 1)
+    assert clue in text
+    (root / "nonograms_6.json").write_text(text)
+    with pytest.raises(PuzzleError, match=rf"nonograms_6\.json: .*{re.escape(match)}"):
+        ingest(root)
+
+
+def test_deeply_nested_puzzle_file(tmp_path):
+    root = study_with(tmp_path, good_session())
+    (root / "nonograms_6.json").write_text("[" * 100_000 + "]" * 100_000)
+    with pytest.raises(PuzzleError, match=r"nonograms_6\.json: not a JSON puzzle file"):
+        ingest(root)

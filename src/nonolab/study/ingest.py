@@ -24,6 +24,7 @@ pre-survey; survey events belong to the attempt they rate.
 from __future__ import annotations
 
 import gc
+import hashlib
 import json
 import os
 from bisect import bisect_right
@@ -48,7 +49,7 @@ from nonolab.study.logs import (
     UnknownEventType,
     read_log_lines,
 )
-from nonolab.study.presets import Preset, StudyError, log_sources, study_file
+from nonolab.study.presets import LogSource, Preset, StudyError, log_sources, study_file
 from nonolab.study.schemas import coerce_table, validate_table
 from nonolab.study.schemas import columns as _columns
 
@@ -222,11 +223,19 @@ def _ingest_study(study_dir: str | Path, preset: Preset) -> IngestResult:
     inputs = [puzzle_path]
 
     hash_of = {label: p.hash for label, p in by_label.items()}
-    for src, out in zip(sources, _read_sources(sources, by_label, hash_of, n_per), strict=True):
+    outs = list(_read_sources(sources, by_label, hash_of, n_per))
+    copies = duplicate_sessions(sources, [o["digest"] for o in outs], preset)
+    for src, out in zip(sources, outs, strict=True):
         inputs.append(src.path)
         counts["log_files"] += 1
         counts["events_read"] += out["n_lines"]
         by_type.update(out["by_type"])
+        if src.rel in copies:
+            why = f"duplicate of {copies[src.rel]} (the same session: identical parsed events)"
+            ledger.add("file", src.rel, src.participant_id or src.path.stem, why)
+            counts["events_excluded"] += out["n_lines"]
+            counts["files_excluded"] += 1
+            continue
         ledger.rows += out["ledger"]
         if src.participant_id is None:
             counts["events_excluded"] += out["n_lines"]
@@ -319,6 +328,43 @@ def _summary(
     return summary
 
 
+def session_digest(events: list[Event]) -> str | None:
+    """Return the hex sha256 of a log's parsed events in file order (type, UTC time and
+    validated fields of each), or None for a log without events. Two files with the same
+    digest hold the same session, whatever their names, line ends, spacing or key order."""
+    if not events:
+        return None
+    h = hashlib.sha256()
+    for e in events:
+        fields = json.dumps(e.fields, sort_keys=True, separators=(",", ":"), default=str)
+        h.update(f"{e.type}\x1f{e.t.isoformat()}\x1f{fields}\n".encode("utf-8", "backslashreplace"))
+    return h.hexdigest()
+
+
+def duplicate_sessions(
+    sources: list[LogSource], digests: list[str | None], preset: Preset
+) -> dict[str, str]:
+    """Return ``{copy: kept file}`` (relative paths) for log files that hold the same session
+    as another used file (equal :func:`session_digest`).
+
+    Of each group one file is kept: a file the preset maps explicitly, else the shortest file
+    name (``Bing-p1.ndjson`` rather than ``Bing-p1 (1).ndjson`` or ``Copy-of-Bing-p1.ndjson``),
+    else the first by path. Files the preset excludes are not compared.
+    """
+    mapped = {row["file"] for row in preset.get("participants", {}).get("files", [])}
+    groups: dict[str, list[LogSource]] = {}
+    for src, digest in zip(sources, digests, strict=True):
+        if digest is not None and src.participant_id is not None:
+            groups.setdefault(digest, []).append(src)
+    out: dict[str, str] = {}
+    for group in groups.values():
+        if len(group) < 2:
+            continue
+        keep = min(group, key=lambda s: (s.rel not in mapped, len(s.path.name), s.rel))
+        out |= {s.rel: keep.rel for s in group if s is not keep}
+    return out
+
+
 #: Studies with at least this many log files are read by a pool of worker processes (one per
 #: available CPU, at most 8, or ``NONOLAB_INGEST_WORKERS``; 1 = no pool), each file
 #: independently; smaller ones in this process.
@@ -338,6 +384,7 @@ def _read_source(
         by_type["(unknown)" if isinstance(err, UnknownEventType) else "(unparsable)"] += 1
     ledger = _Ledger()
     out = {
+        "digest": session_digest(events) if src.participant_id is not None else None,
         "n_lines": n_lines,
         "n_events": len(events),
         "n_errors": len(errors),
@@ -502,6 +549,14 @@ def _session_start(
     where = f"{rel}:{ss.line_no}"
     if len(queue) != n_per:
         why = f"session serves {len(queue)} puzzles, the preset expects {n_per}"
+        ledger.add("participant", where, pid, why)
+        return None
+    repeated = sorted({q for q in queue if queue.count(q) > 1}, key=queue.index)
+    if repeated:
+        why = (
+            f"session queue {queue} names puzzle id(s) {repeated} more than once; its attempts "
+            "cannot be told apart"
+        )
         ledger.add("participant", where, pid, why)
         return None
     unknown = [q for q in queue if q not in puzzles]

@@ -3,14 +3,18 @@
 A preset is a YAML file under ``config/studies/`` validated against
 ``workflow/schemas/study_preset.schema.yaml`` (a misspelt key is an error). It names the puzzle
 file, the log globs, the coded-themes files, the number of puzzles per session, where published
-outputs are, a fingerprint (sha256 of the puzzle file) and the participant-file mapping as a table:
+outputs are, a fingerprint (the canonical clue hash of each puzzle id in the puzzle file) and the
+participant-file mapping as a table:
 each row maps a log file (path relative to the study folder) to a published participant id, or
 excludes it with a reason. Files matched by the log globs but not listed get the participant id
 of their file stem (``default_participant_id: stem``), unless an ``exclude_globs`` row matches
 them.
 
 ``preset: auto`` picks the preset whose fingerprint matches the study's puzzle file, else
-``default``.
+``default``. The fingerprint compares content, not bytes: ``puzzle_hashes`` maps each puzzle id
+to :func:`nonolab.sat.puzzles.puzzle_hash` of its clues, so a re-saved file (CRLF line ends, other
+spacing or key order) still matches. A preset may instead give ``puzzle_file_sha256`` (the file's
+bytes).
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ import yaml
 
 from nonolab.core.hashing import file_sha256
 from nonolab.core.paths import workflow_root
+from nonolab.sat.puzzles import PuzzleError, load_study_puzzles
 
 #: the checkout root, or the workflow copy installed with the package (nonolab.core.paths)
 REPO = workflow_root()
@@ -122,13 +127,35 @@ def resolve_preset(study_dir: str | Path, preset: str = "auto") -> Preset:
         raise StudyError(f"preset {preset!r} is neither a name in {sorted(presets)} nor a file")
     for path in presets.values():
         p = load_preset(path)
-        want = (p.get("fingerprint") or {}).get("puzzle_file_sha256")
-        target = study_dir / p.puzzle_file
-        if want and target.is_file() and file_sha256(target) == want:
+        if fingerprint_matches(p, study_dir / p.puzzle_file):
             return p
     if "default" not in presets:
         raise StudyError(f"no preset matches {study_dir} and there is no default preset")
     return load_preset(presets["default"])
+
+
+def puzzle_file_hashes(path: str | Path) -> dict[str, str] | None:
+    """Return ``{puzzle id: canonical clue hash}`` of a study puzzle file, or None when the
+    file is missing or cannot be read as puzzles (the ingest then reports why)."""
+    try:
+        return {str(p.label): p.hash for p in load_study_puzzles(path)}
+    except (OSError, PuzzleError, ValueError, RecursionError):
+        return None
+
+
+def fingerprint_matches(preset: Preset, puzzle_path: Path) -> bool:
+    """Return True when the preset's fingerprint matches the puzzle file at ``puzzle_path``:
+    the same puzzle ids with the same canonical clue hashes (``puzzle_hashes``), or, for a
+    preset that gives only ``puzzle_file_sha256``, the same bytes. False without a
+    fingerprint or a file."""
+    fp = preset.get("fingerprint") or {}
+    if not puzzle_path.is_file():
+        return False
+    if "puzzle_hashes" in fp:
+        want = {str(k): v for k, v in fp["puzzle_hashes"].items()}
+        return puzzle_file_hashes(puzzle_path) == want
+    want_sha = fp.get("puzzle_file_sha256")
+    return bool(want_sha) and file_sha256(puzzle_path) == want_sha
 
 
 def study_file(study_dir: str | Path, preset: Preset, key: str) -> Path:
