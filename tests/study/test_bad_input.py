@@ -576,3 +576,91 @@ def test_deeply_nested_puzzle_file(tmp_path):
     (root / "nonograms_6.json").write_text("[" * 100_000 + "]" * 100_000)
     with pytest.raises(PuzzleError, match=r"nonograms_6\.json: not a JSON puzzle file"):
         ingest(root)
+
+
+# --- files that are not plain logs matched by the globs --------------------------------------
+
+
+def _file_rows(res, rel):
+    led = res.tables["ledger"]
+    return led[(led["level"] == "file") & (led["source"] == rel)]
+
+
+def test_upper_case_extension_is_read(tmp_path):
+    root = study_with(tmp_path, good_session())
+    logs = root / "backend" / "logs"
+    (logs / "Bad-p1.ndjson").rename(logs / "Bad-p1.NDJSON")
+    res = ingest(root)
+    assert "Bad-p1" in set(res.tables["participants"]["participant_id"])
+    assert (res.tables["attempts"].participant_id == "Bad-p1").sum() == 3
+    assert_good_intact(res)
+
+
+@pytest.mark.parametrize("rel", ["Bad-p1.jsonl", "sub/Bad-p1.ndjson", "old/deeper/Bad-p1.json"])
+def test_log_the_globs_do_not_match_is_ledgered_not_read(tmp_path, rel):
+    root = study_with(tmp_path, good_session())
+    logs = root / "backend" / "logs"
+    (logs / rel).parent.mkdir(parents=True, exist_ok=True)
+    (logs / "Bad-p1.ndjson").rename(logs / rel)
+    res = ingest(root)
+    row = _file_rows(res, f"backend/logs/{rel}")
+    assert row["action"].tolist() == ["excluded"]
+    assert row["reason"].iloc[0].startswith("not read: a log-like file that no log glob")
+    assert res.summary["events_read"] == N_GOOD
+    assert_good_intact(res)
+
+
+def test_dangling_symlink_is_ledgered_not_read(tmp_path):
+    root = study_with(tmp_path, good_session())
+    (root / "backend" / "logs" / "Gone-p3.ndjson").symlink_to(tmp_path / "nowhere.ndjson")
+    res = ingest(root)
+    row = _file_rows(res, "backend/logs/Gone-p3.ndjson")
+    assert row["reason"].str.startswith("not read: dangling symbolic link").tolist() == [True]
+    assert res.summary["files_excluded"] == 1
+    assert_good_intact(res)
+
+
+def test_unreadable_log_is_ledgered_not_read(tmp_path, monkeypatch):
+    import nonolab.study.ingest as ing
+
+    root = study_with(tmp_path, good_session())
+    real = ing.read_log_lines
+
+    def read(path, source):
+        if source.endswith("Bad-p1.ndjson"):  # chmod 000 does not stop root: fake the error
+            raise PermissionError(13, "Permission denied", path)
+        return real(path, source)
+
+    monkeypatch.setattr(ing, "read_log_lines", read)
+    res = ingest(root)
+    row = _file_rows(res, "backend/logs/Bad-p1.ndjson")
+    assert row["reason"].tolist() == ["not read: PermissionError: Permission denied"]
+    assert "Bad-p1" not in set(res.tables["participants"]["participant_id"])
+    assert res.summary["files_excluded"] == 1
+    assert_good_intact(res)
+
+
+def test_folder_named_like_a_log_is_ledgered_not_read(tmp_path):
+    root = study_with(tmp_path, good_session())
+    (root / "backend" / "logs" / "Dir-p3.ndjson").mkdir()
+    res = ingest(root)
+    assert _file_rows(res, "backend/logs/Dir-p3.ndjson")["reason"].tolist() == [
+        "not read: not a regular file"
+    ]
+    assert_good_intact(res)
+
+
+# --- command line ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("out", ["existing_file", "existing_file/sub"])
+def test_ingest_into_an_existing_file(tmp_path, capsys, out):
+    from nonolab.cli import main
+
+    root = study_with(tmp_path, good_session())
+    (tmp_path / "existing_file").write_text("keep me")
+    assert main(["ingest", str(root), str(tmp_path / out)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("nonolab: error: ") and "existing_file" in err
+    assert "Traceback" not in err
+    assert (tmp_path / "existing_file").read_text() == "keep me"

@@ -226,7 +226,8 @@ def _ingest_study(study_dir: str | Path, preset: Preset) -> IngestResult:
     outs = list(_read_sources(sources, by_label, hash_of, n_per))
     copies = duplicate_sessions(sources, [o["digest"] for o in outs], preset)
     for src, out in zip(sources, outs, strict=True):
-        inputs.append(src.path)
+        if not out.get("not_read"):
+            inputs.append(src.path)
         counts["log_files"] += 1
         counts["events_read"] += out["n_lines"]
         by_type.update(out["by_type"])
@@ -237,7 +238,7 @@ def _ingest_study(study_dir: str | Path, preset: Preset) -> IngestResult:
             counts["files_excluded"] += 1
             continue
         ledger.rows += out["ledger"]
-        if src.participant_id is None:
+        if src.participant_id is None or out.get("not_read"):
             counts["events_excluded"] += out["n_lines"]
             counts["files_excluded"] += 1
             continue
@@ -377,8 +378,14 @@ def _read_source(
     src: Any, by_label: dict[str | None, Puzzle], hash_of: dict[str, str], n_per: int
 ) -> dict[str, Any]:
     """Read and ingest one log file: line counts, types read, its ledger rows (in order) and
-    the participant's rows (``res``, None when the participant or file is excluded)."""
-    events, errors, n_lines = read_log_lines(str(src.path), src.rel)
+    the participant's rows (``res``, None when the participant or file is excluded);
+    ``not_read`` says why a file was not read (not a readable log: no lines counted)."""
+    if not src.read:
+        return _not_read(src, src.reason or "not read")
+    try:
+        events, errors, n_lines = read_log_lines(str(src.path), src.rel)
+    except OSError as exc:  # unreadable (permissions, a folder, an I/O error)
+        return _not_read(src, f"not read: {type(exc).__name__}: {exc.strerror or exc}")
     by_type: Counter[str] = Counter(e.type for e in events)
     for err in errors:
         by_type["(unknown)" if isinstance(err, UnknownEventType) else "(unparsable)"] += 1
@@ -400,6 +407,23 @@ def _read_source(
         ledger.add("line", err.source, pid, err.reason)
     out["res"] = _ingest_participant(src.rel, pid, events, by_label, n_per, ledger, hash_of)
     return out
+
+
+def _not_read(src: LogSource, reason: str) -> dict[str, Any]:
+    """Return the :func:`_read_source` result of a file that is not read: no lines, one
+    file-level ledger row with ``reason``."""
+    ledger = _Ledger()
+    ledger.add("file", src.rel, src.participant_id or Path(src.rel).stem, reason)
+    return {
+        "digest": None,
+        "n_lines": 0,
+        "n_events": 0,
+        "n_errors": 0,
+        "by_type": Counter(),
+        "ledger": ledger.rows,
+        "res": None,
+        "not_read": reason,
+    }
 
 
 def _read_sources(
@@ -938,10 +962,16 @@ def write_ingest(result: IngestResult, out_dir: str | Path, params: dict | None 
     """Write every table as Parquet (CSV too for human-facing ones) plus summary.json.
 
     Each table gets a provenance sidecar (:func:`nonolab.core.tables.write_table` for the
-    human-facing ones, :func:`nonolab.core.tables.write_parquet_table` for the others).
+    human-facing ones, :func:`nonolab.core.tables.write_parquet_table` for the others). Raises
+    :class:`StudyError` when ``out_dir`` is an existing file or cannot be created.
     """
     out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    if out.exists() and not out.is_dir():
+        raise StudyError(f"output folder {out} exists and is not a folder; give another path")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise StudyError(f"cannot create the output folder {out}: {exc.strerror or exc}") from None
     for name, df in result.tables.items():
         if name in HUMAN_TABLES:
             write_table(

@@ -20,6 +20,8 @@ bytes).
 from __future__ import annotations
 
 import fnmatch
+import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -46,13 +48,16 @@ class LogSource:
     """One log file of a study and what the preset says about it.
 
     ``rel`` is the path relative to the study folder (POSIX). ``participant_id`` is the
-    published id, or None when the file is excluded (``reason`` then says why).
+    published id, or None when the file is excluded or not read (``reason`` then says why).
     """
 
     path: Path
     rel: str
     participant_id: str | None
     reason: str | None = None
+    #: False for a file that is listed but not read (``reason`` says why: a dangling link, a
+    #: log-like file the globs do not match, a name that is not UTF-8)
+    read: bool = True
 
 
 @dataclass(frozen=True)
@@ -176,11 +181,8 @@ def log_sources(study_dir: str | Path, preset: Preset) -> list[LogSource]:
     study_dir = Path(study_dir)
     if not study_dir.is_dir():
         raise StudyError(f"study folder {study_dir} does not exist")
-    found: dict[str, Path] = {}
-    for pattern in preset.get("log_globs", []):
-        for p in study_dir.glob(pattern):
-            if p.is_file():
-                found[p.relative_to(study_dir).as_posix()] = p
+    globs = list(preset.get("log_globs", []))
+    found, unread = _find_logs(study_dir, globs)
     mapping = {row["file"]: row for row in preset.get("participants", {}).get("files", [])}
     missing = sorted(set(mapping) - set(found))
     if missing:
@@ -189,7 +191,10 @@ def log_sources(study_dir: str | Path, preset: Preset) -> list[LogSource]:
             f"{study_dir}: {missing}"
         )
     excl = preset.get("participants", {}).get("exclude_globs", [])
-    out: list[LogSource] = []
+    out: list[LogSource] = [
+        LogSource(path, rel, None, f"not read: {why}", read=False)
+        for rel, (path, why) in unread.items()
+    ]
     for rel in sorted(found):
         row = mapping.get(rel)
         if row is not None:
@@ -213,4 +218,88 @@ def log_sources(study_dir: str | Path, preset: Preset) -> list[LogSource]:
                 f"{ids[s.participant_id]} and {s.rel}; exclude one in the preset"
             )
         ids[s.participant_id] = s.rel
-    return out
+    return sorted(out, key=lambda s: s.rel)
+
+
+#: file name endings of log-like files: such a file under a glob's folder that no glob matches
+#: is ledgered as not read (compared case-insensitively)
+LOG_SUFFIXES = (".ndjson", ".jsonl", ".json")
+
+
+def _glob_regex(pattern: str) -> re.Pattern[str]:
+    """Return the case-insensitive regex of a path glob relative to the study folder: ``*``
+    and ``?`` stay within one folder, ``**/`` spans any number of folders, ``[...]`` as in
+    :mod:`fnmatch`."""
+    out, i = "", 0
+    while i < len(pattern):
+        if pattern.startswith("**/", i):
+            out, i = out + "(?:.*/)?", i + 3
+        elif pattern.startswith("**", i):
+            out, i = out + ".*", i + 2
+        elif pattern[i] == "*":
+            out, i = out + "[^/]*", i + 1
+        elif pattern[i] == "?":
+            out, i = out + "[^/]", i + 1
+        elif pattern[i] == "[" and "]" in pattern[i + 2 :]:
+            j = pattern.index("]", i + 2)
+            out, i = out + fnmatch.translate(pattern[i : j + 1])[4:-3], j + 1
+        else:
+            out, i = out + re.escape(pattern[i]), i + 1
+    return re.compile(out, re.IGNORECASE | re.DOTALL)
+
+
+def _glob_root(study_dir: Path, pattern: str) -> Path:
+    """Return the folder a glob starts from: its leading parts without wildcards."""
+    parts = []
+    for part in pattern.split("/")[:-1]:
+        if any(ch in part for ch in "*?["):
+            break
+        parts.append(part)
+    return study_dir.joinpath(*parts)
+
+
+def _find_logs(study_dir: Path, globs: list[str]) -> tuple[dict[str, Path], dict[str, tuple]]:
+    """Return ``({rel: path} of the log files to read, {rel: (path, why)} of files not read)``.
+
+    Every file under the folders the globs start from is looked at: a regular file (or a link
+    to one) that a glob matches, compared case-insensitively (``X.NDJSON`` matches
+    ``*.ndjson``), is read. Not read, with the reason: a dangling link or a matched path that
+    is not a regular file, a log-like file (:data:`LOG_SUFFIXES`, e.g. ``.jsonl`` or a log in a
+    sub-folder) that no glob matches, a file whose name is not UTF-8.
+    """
+    regexes = [_glob_regex(g) for g in globs]
+    found: dict[str, Path] = {}
+    unread: dict[str, tuple[Path, str]] = {}
+    roots = sorted({_glob_root(study_dir, g) for g in globs})
+    for root in roots:
+        if not root.is_dir():
+            continue
+        for folder, dirs, files in os.walk(root):
+            dirs.sort()
+            for name in [*files, *dirs]:
+                path = Path(folder) / name
+                rel = path.relative_to(study_dir).as_posix()
+                if rel in found or rel in unread:
+                    continue
+                matched = any(r.fullmatch(rel) for r in regexes)
+                if name in dirs and not matched:
+                    continue  # a folder: its files are looked at in turn
+                try:
+                    rel.encode("utf-8")
+                except UnicodeEncodeError:
+                    shown = rel.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+                    if matched or name.lower().endswith(LOG_SUFFIXES):
+                        unread[shown] = (path, "the file name is not UTF-8")
+                    continue
+                if matched and path.is_file():
+                    found[rel] = path
+                elif matched and path.is_symlink() and not path.exists():
+                    unread[rel] = (path, f"dangling symbolic link to {os.readlink(path)}")
+                elif matched:
+                    unread[rel] = (path, "not a regular file")
+                elif name.lower().endswith(LOG_SUFFIXES):
+                    unread[rel] = (
+                        path,
+                        f"a log-like file that no log glob {globs} matches (add a glob to read it)",
+                    )
+    return found, unread
