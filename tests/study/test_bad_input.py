@@ -8,6 +8,7 @@ import json
 import re
 
 import jsonschema
+import pandas as pd
 import pytest
 import yaml
 from synth_study import (
@@ -664,3 +665,93 @@ def test_ingest_into_an_existing_file(tmp_path, capsys, out):
     assert err.startswith("nonolab: error: ") and "existing_file" in err
     assert "Traceback" not in err
     assert (tmp_path / "existing_file").read_text() == "keep me"
+
+
+# --- values a table cannot hold ----------------------------------------------------------------
+
+
+def ingest_and_write(root, out):
+    """Ingest and write every table (where a value a column cannot hold would fail)."""
+    from nonolab.study.ingest import write_ingest
+
+    res = ingest(root)
+    write_ingest(res, out)
+    assert_identity(res)
+    return res
+
+
+@pytest.mark.parametrize("big", [2**63, -(2**63) - 1, 2**64 + 1], ids=["2^63", "-2^63-1", "2^64+1"])
+def test_integer_outside_64_bits_in_an_index_field(tmp_path, big):
+    events = good_session()
+    events[14] = {**events[14], "diffs_len": big}  # the undo of attempt 2
+    res = ingest_and_write(study_with(tmp_path, events), tmp_path / "out")
+    led = ledger_for(res)
+    assert led[["level", "source", "action"]].values.tolist() == [
+        ["line", "backend/logs/Bad-p1.ndjson:15", "excluded"]
+    ]
+    assert "outside the 64-bit range" in led["reason"].iloc[0]
+    assert (res.tables["attempts"].participant_id == "Bad-p1").sum() == 3
+    assert_good_intact(res)
+
+
+def test_schedule_index_outside_64_bits(tmp_path):
+    events = good_session()
+    events[0] = {**events[0], "schedule_idx": 2**63}
+    res = ingest_and_write(study_with(tmp_path, events), tmp_path / "out")
+    led = ledger_for(res)
+    assert led["source"].tolist()[0] == "backend/logs/Bad-p1.ndjson:1"
+    assert "outside the 64-bit range" in led["reason"].iloc[0]
+    assert_good_intact(res)
+
+
+@pytest.mark.parametrize(
+    "bad", [1e20, -1e300, 2**63, 10**400], ids=["1e20", "-1e300", "2^63", "10^400"]
+)
+def test_rating_too_large_for_a_table(tmp_path, bad):
+    events = good_session()
+    events[11] = {**events[11], "answers": {**events[11]["answers"], "difficulty": bad}}
+    res = ingest_and_write(study_with(tmp_path, events), tmp_path / "out")
+    led = ledger_for(res)
+    assert led[["level", "source", "id", "action"]].values.tolist() == [
+        ["attempt", "backend/logs/Bad-p1.ndjson:12", "Bad-p1/1", "kept"]
+    ]
+    assert "initial rating" in led["reason"].iloc[0]
+    rat = res.tables["ratings"].set_index(["participant_id", "order"]).loc[("Bad-p1", 1)]
+    assert pd.isna(rat["initial_difficulty"]) and pd.isna(rat["initial_difficulty_raw"])
+    assert_good_intact(res)
+
+
+def test_skill_too_large_for_a_float(tmp_path):
+    events = good_session()
+    events[1] = {**events[1], "answers": {**PRE, "skill_puzzles": 10**400}}
+    res = ingest_and_write(study_with(tmp_path, events), tmp_path / "out")
+    led = ledger_for(res)
+    assert led[["level", "action"]].values.tolist() == [["participant", "kept"]]
+    assert "skill_puzzles" in led["reason"].iloc[0]
+    assert_good_intact(res)
+
+
+@pytest.mark.parametrize(
+    ("index", "change", "where"),
+    [
+        (-1, {"comments": "fine \ud800"}, "answers.comments"),
+        (-1, {"strategy\udfff": "edges"}, "key answers.strategy"),
+        (14, None, "label"),
+    ],
+)
+def test_lone_surrogate_in_a_string(tmp_path, index, change, where):
+    events = good_session()
+    if change is None:
+        events[index] = {**events[index], "label": "cell\ud83d"}  # half an emoji
+    else:
+        events[index] = {**events[index], "answers": {**events[index]["answers"], **change}}
+    res = ingest_and_write(study_with(tmp_path, events), tmp_path / "out")
+    led = ledger_for(res)
+    assert led[["level", "source", "action"]].values.tolist() == [
+        ["line", f"backend/logs/Bad-p1.ndjson:{index % len(events) + 1}", "kept"]
+    ]
+    assert where in led["reason"].iloc[0] and "U+FFFD" in led["reason"].iloc[0]
+    assert (res.tables["attempts"].participant_id == "Bad-p1").sum() == 3
+    texts = res.tables["survey_texts"]
+    assert not texts["text"].str.contains("[\ud800-\udfff]").any()
+    assert_good_intact(res)

@@ -44,6 +44,8 @@ from nonolab.study.codebook import coded_themes_ledger
 from nonolab.study.logs import (
     EVENT_SPECS,
     IGNORED_TYPES,
+    INT64_MAX,
+    INT64_MIN,
     Event,
     LogLineError,
     UnknownEventType,
@@ -114,8 +116,8 @@ def expertise_items(answers: dict[str, Any]) -> dict[str, Any]:
     """
 
     def skill(v: Any) -> int | None:
-        ok = isinstance(v, int | float) and not isinstance(v, bool) and float(v).is_integer()
-        return int(v) if ok and 1 <= v <= 10 else None
+        raw = _raw_rating(v)
+        return raw if raw is not None and 1 <= raw <= 10 else None
 
     def ordinal(v: Any) -> int | None:
         return FREQUENCY_ORDER.get(str(v).lower()) if v is not None else None
@@ -134,15 +136,20 @@ def expertise_items(answers: dict[str, Any]) -> dict[str, Any]:
 
 
 def _rating(v: Any) -> int | None:
-    if isinstance(v, bool) or not isinstance(v, int | float) or not float(v).is_integer():
-        return None
-    return int(v) if 1 <= v <= 5 else None
+    raw = _raw_rating(v)
+    return raw if raw is not None and 1 <= raw <= 5 else None
 
 
 def _raw_rating(v: Any) -> int | None:
-    if isinstance(v, bool) or not isinstance(v, int | float) or not float(v).is_integer():
+    """Return the logged rating as an int when it is a whole number a table column can hold
+    (64-bit), else None (the ledger row about it keeps the logged value)."""
+    if isinstance(v, bool) or not isinstance(v, int | float):
         return None
-    return int(v)
+    try:
+        whole = float(v).is_integer()
+    except OverflowError:  # an int too large for a float
+        return None
+    return int(v) if whole and INT64_MIN <= v <= INT64_MAX else None
 
 
 def _drag_cells(f: dict[str, Any]) -> list[tuple[int, int]]:
@@ -405,6 +412,9 @@ def _read_source(
     pid = src.participant_id
     for err in errors:
         ledger.add("line", err.source, pid, err.reason)
+    for e in events:
+        if e.note is not None:
+            ledger.add("line", f"{src.rel}:{e.line_no}", pid, e.note, "kept")
     out["res"] = _ingest_participant(src.rel, pid, events, by_label, n_per, ledger, hash_of)
     return out
 
