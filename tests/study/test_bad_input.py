@@ -755,3 +755,29 @@ def test_lone_surrogate_in_a_string(tmp_path, index, change, where):
     texts = res.tables["survey_texts"]
     assert not texts["text"].str.contains("[\ud800-\udfff]").any()
     assert_good_intact(res)
+
+
+def test_duplicated_coded_responses_are_ledgered(tmp_path):
+    root = study_with(tmp_path, good_session())
+    derived = root / "riyad-analysis" / "derived"
+    derived.mkdir(parents=True)
+    (derived / "coded_responses.csv").write_text(
+        "response_id,participant_id,source_file,text,code_FOOT,codes_str\n"
+        "R1,P1,Good-p2.ndjson,easy start,1,FOOT\n"
+        'R2,P1,Good-p2.ndjson,"two\nlines",0,\n'
+        "R1,P1,Good-p2.ndjson,easy start,1,FOOT\n"
+        "R2,P1,Good-p2.ndjson,other,0,\n"
+    )
+    res = ingest(root)
+    led = res.tables["ledger"]
+    th = led[led.source.str.startswith("riyad-analysis")]
+    src = "riyad-analysis/derived/coded_responses.csv"
+    assert th[["source", "reason", "action"]].values.tolist() == [
+        [f"{src}:5", "duplicate of line 2", "excluded"],
+        [
+            f"{src}:6",
+            "response_id 'R2' repeats line 4 with other content; the first is used",
+            "excluded",
+        ],
+    ]
+    assert_good_intact(res)
