@@ -781,3 +781,15 @@ def test_duplicated_coded_responses_are_ledgered(tmp_path):
         ],
     ]
     assert_good_intact(res)
+
+
+def test_log_file_name_not_utf8_is_ledgered_not_read(tmp_path):
+    import os
+
+    root = study_with(tmp_path, good_session())
+    logs = os.fsencode(root / "backend" / "logs")
+    os.rename(logs + b"/Bad-p1.ndjson", logs + b"/Bad-\xff.ndjson")
+    res = ingest_and_write(root, tmp_path / "out")
+    row = _file_rows(res, "backend/logs/Bad-\ufffd.ndjson")
+    assert row["reason"].tolist() == ["not read: the file name is not UTF-8"]
+    assert_good_intact(res)
