@@ -301,7 +301,8 @@ def parse_line(text: str | bytes, source: str = "<log>", line_no: int = 0) -> Ev
         obj, where_fixed = _replace_surrogates(obj)
         if where_fixed:
             note = (
-                "lone UTF-16 surrogate(s) in " + ", ".join(where_fixed[:5])
+                "lone UTF-16 surrogate(s) in "
+                + ", ".join(where_fixed[:5])
                 + " replaced by U+FFFD; line kept"
             )
     typ = obj.get("type")
@@ -366,9 +367,11 @@ def _replace_surrogates(obj: Any, path: str = "") -> tuple[Any, list[str]]:
     be written as UTF-8 (CSV, Parquet); JSON escapes of a valid pair decode to one character
     and are not changed."""
     if isinstance(obj, str):
-        return (_SURROGATE.sub("\ufffd", obj), [path or "(value)"]) if _SURROGATE.search(
-            obj
-        ) else (obj, [])
+        return (
+            (_SURROGATE.sub("\ufffd", obj), [path or "(value)"])
+            if _SURROGATE.search(obj)
+            else (obj, [])
+        )
     changed: list[str] = []
     if isinstance(obj, list):
         out_list = []
