@@ -239,7 +239,7 @@ def _ingest_study(study_dir: str | Path, preset: Preset) -> IngestResult:
         counts["events_read"] += out["n_lines"]
         by_type.update(out["by_type"])
         if src.rel in copies:
-            why = f"duplicate of {copies[src.rel]} (the same session: identical parsed events)"
+            why = f"duplicate of {copies[src.rel]} (the same session: identical event lines)"
             ledger.add("file", src.rel, src.participant_id or src.path.stem, why)
             counts["events_excluded"] += out["n_lines"]
             counts["files_excluded"] += 1
@@ -337,16 +337,14 @@ def _summary(
 
 
 def session_digest(events: list[Event]) -> str | None:
-    """Return the hex sha256 of a log's parsed events in file order (type, UTC time and
-    validated fields of each), or None for a log without events. Two files with the same
-    digest hold the same session, whatever their names, line ends, spacing or key order."""
+    """Return the hex sha256 of a log's event lines (each as parsed: without its line end,
+    surrounding white space or byte-order mark) in file order, or None for a log without
+    events. Blank and unparsable lines do not count. Two files with the same digest hold the
+    same session, whatever their names and line ends."""
     if not events:
         return None
-    h = hashlib.sha256()
-    for e in events:
-        fields = json.dumps(e.fields, sort_keys=True, separators=(",", ":"), default=str)
-        h.update(f"{e.type}\x1f{e.t.isoformat()}\x1f{fields}\n".encode("utf-8", "backslashreplace"))
-    return h.hexdigest()
+    text = "\n".join(e.raw for e in events)
+    return hashlib.sha256(text.encode("utf-8", "backslashreplace")).hexdigest()
 
 
 def duplicate_sessions(
