@@ -189,8 +189,10 @@ def ingest_study(study_dir: str | Path, preset: Preset) -> IngestResult:
 
     Raises :class:`~nonolab.study.StudyError` for an unusable study (no log files, missing
     puzzle file, duplicated participant ids) and :class:`~nonolab.sat.puzzles.PuzzleError` for a
-    puzzle file whose clues contradict its solutions. Everything else that cannot be used is a
-    ledger row.
+    puzzle file that cannot be used (clues that contradict its solutions, a solution cell other
+    than 0/1, a clue that is not a finite whole number, not JSON). Everything else that cannot
+    be used is a ledger row: a file that is not read, a copy of another file's session
+    (:func:`duplicate_sessions`), a participant, attempt or line.
     """
     # Millions of small row objects and no reference cycles: the cyclic garbage collector
     # would rescan them over and over (quadratic in the study size), so it is paused here.

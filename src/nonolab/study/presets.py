@@ -172,7 +172,10 @@ def study_file(study_dir: str | Path, preset: Preset, key: str) -> Path:
 
 
 def log_sources(study_dir: str | Path, preset: Preset) -> list[LogSource]:
-    """Return every log file matched by the preset's globs, each mapped or excluded.
+    """Return every log file matched by the preset's globs, each mapped or excluded, and the
+    files that are not read (``read`` False, with the reason; see :func:`_find_logs`: globs
+    match case-insensitively, a dangling link, a folder or a log-like file no glob matches is
+    listed, not read).
 
     Sorted by relative path. Raises :class:`StudyError` when the study folder does not exist,
     when a mapping row names a file that is not there, or when two files map to the same
