@@ -793,3 +793,15 @@ def test_log_file_name_not_utf8_is_ledgered_not_read(tmp_path):
     row = _file_rows(res, "backend/logs/Bad-\ufffd.ndjson")
     assert row["reason"].tolist() == ["not read: the file name is not UTF-8"]
     assert_good_intact(res)
+
+
+def test_partial_copy_of_a_session_is_flagged(tmp_path):
+    root = study_with(tmp_path, good_session())
+    logs = root / "backend" / "logs"
+    write_log(logs / "Bad-p1-partial.ndjson", good_session()[:12])  # interrupted copy
+    res = ingest(root)
+    row = _file_rows(res, "backend/logs/Bad-p1.ndjson")
+    assert row["action"].tolist() == ["kept"]
+    assert "same session start" in row["reason"].iloc[0]
+    assert "as backend/logs/Bad-p1-partial.ndjson" in row["reason"].iloc[0]
+    assert_good_intact(res)

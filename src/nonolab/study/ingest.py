@@ -234,6 +234,7 @@ def _ingest_study(study_dir: str | Path, preset: Preset) -> IngestResult:
     hash_of = {label: p.hash for label, p in by_label.items()}
     outs = list(_read_sources(sources, by_label, hash_of, n_per))
     copies = duplicate_sessions(sources, [o["digest"] for o in outs], preset)
+    first_with_start: dict[Any, str] = {}
     for src, out in zip(sources, outs, strict=True):
         if not out.get("not_read"):
             inputs.append(src.path)
@@ -247,6 +248,17 @@ def _ingest_study(study_dir: str | Path, preset: Preset) -> IngestResult:
             counts["files_excluded"] += 1
             continue
         ledger.rows += out["ledger"]
+        key = out.get("start_key")
+        if key is not None and src.participant_id is not None:
+            if key in first_with_start:
+                why = (
+                    f"same session start ({key[0]}, queue {list(key[1])}) as "
+                    f"{first_with_start[key]} but other content (a partial copy?): both used; "
+                    "exclude one in the preset if they are one session"
+                )
+                ledger.add("file", src.rel, src.participant_id, why, "kept")
+            else:
+                first_with_start[key] = src.rel
         if src.participant_id is None or out.get("not_read"):
             counts["events_excluded"] += out["n_lines"]
             counts["files_excluded"] += 1
@@ -397,8 +409,10 @@ def _read_source(
     for err in errors:
         by_type["(unknown)" if isinstance(err, UnknownEventType) else "(unparsable)"] += 1
     ledger = _Ledger()
+    start = _first(events, "session_start_three")
     out = {
         "digest": session_digest(events) if src.participant_id is not None else None,
+        "start_key": (start.t.isoformat(), tuple(start.fields["queue"])) if start else None,
         "n_lines": n_lines,
         "n_events": len(events),
         "n_errors": len(errors),
