@@ -805,3 +805,24 @@ def test_partial_copy_of_a_session_is_flagged(tmp_path):
     assert "same session start" in row["reason"].iloc[0]
     assert "as backend/logs/Bad-p1-partial.ndjson" in row["reason"].iloc[0]
     assert_good_intact(res)
+
+
+def test_linked_log_folder_is_read(tmp_path):
+    root = study_with(tmp_path, good_session())
+    logs = root / "backend" / "logs"
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (logs / "Bad-p1.ndjson").rename(elsewhere / "Bad-p1.ndjson")
+    (elsewhere / "loop").symlink_to(elsewhere)  # a link cycle is walked once
+    (root / "backend" / "more").symlink_to(elsewhere)
+    p = tmp_path / "p.yaml"
+    p.write_text(
+        "name: x\npuzzle_file: nonograms_6.json\nlog_globs: [backend/*/*.ndjson]\n"
+        "puzzles_per_session: 3\nparticipants:\n  default_participant_id: stem\n"
+    )
+    res = ingest_study(root, load_preset(p))
+    assert sorted(res.tables["participants"]["source_file"]) == [
+        "backend/logs/Good-p2.ndjson",
+        "backend/more/Bad-p1.ndjson",
+    ]
+    assert_good_intact(res)

@@ -277,8 +277,11 @@ def _find_logs(study_dir: Path, globs: list[str]) -> tuple[dict[str, Path], dict
     for root in roots:
         if not root.is_dir():
             continue
-        for folder, dirs, files in os.walk(root):
-            dirs.sort()
+        seen = {os.path.realpath(root)}
+        for folder, dirs, files in os.walk(root, followlinks=True):  # as glob, into linked folders
+            real = {d: os.path.realpath(Path(folder) / d) for d in dirs}
+            dirs[:] = sorted(d for d in dirs if real[d] not in seen)  # a link cycle is not walked
+            seen.update(real[d] for d in dirs)
             for name in [*files, *dirs]:
                 path = Path(folder) / name
                 rel = path.relative_to(study_dir).as_posix()
