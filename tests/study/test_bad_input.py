@@ -826,3 +826,14 @@ def test_linked_log_folder_is_read(tmp_path):
         "backend/more/Bad-p1.ndjson",
     ]
     assert_good_intact(res)
+
+
+def test_coded_themes_file_not_utf8(tmp_path):
+    root = study_with(tmp_path, good_session())
+    derived = root / "riyad-analysis" / "derived"
+    derived.mkdir(parents=True)
+    (derived / "coded_responses.csv").write_bytes(
+        b"response_id,participant_id,source_file,code_FOOT\nR1,P1,Good-p2.ndjson,\xff\n"
+    )
+    with pytest.raises(StudyError, match=r"coded_responses\.csv: not a UTF-8 CSV"):
+        ingest(root)

@@ -40,8 +40,17 @@ def check_coded_themes(
     ``codes_str`` entry that is not a known code, and a code value other than 0/1 are ledgered
     with ``file:line`` (CSV record end line); the theme analysis leaves out the first two
     (:func:`nonolab.stats.themes.select_coded_responses`). Raises
-    :class:`StudyError` if the file lacks ``source_file``.
+    :class:`StudyError` naming the file if it lacks ``source_file`` or is not UTF-8 CSV.
     """
+    try:
+        return _check_coded_themes(path, participant_ids, known_codes, rel)
+    except (UnicodeDecodeError, csv.Error) as exc:
+        raise StudyError(f"{rel}: not a UTF-8 CSV coded-themes file ({exc})") from None
+
+
+def _check_coded_themes(
+    path: str | Path, participant_ids: set[str], known_codes: set[str] | None, rel: str
+) -> list[dict[str, str]]:
     out: list[dict[str, str]] = []
     with open(path, encoding="utf-8", newline="") as fh:
         reader = csv.DictReader(fh)
