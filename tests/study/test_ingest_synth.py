@@ -147,7 +147,12 @@ def test_preset_mapping_table_renames_and_excludes(tmp_path):
     res = ingest_study(root, load_preset(preset))
     assert sorted(res.tables["participants"]["participant_id"]) == ["Zed-p1", "Zed-p9"]
     led = res.tables["ledger"]
-    assert led[led.level == "file"][["source", "reason"]].values.tolist() == [
+    # the two used sessions start at the same time with the same queue: flagged, both kept
+    assert led[led.level == "file"][["source", "action"]].values.tolist() == [
+        ["backend/logs/p4-Zed.ndjson", "kept"],
+        ["backend/logs/x.ndjson", "excluded"],
+    ]
+    assert led[led.action == "excluded"][["source", "reason"]].values.tolist() == [
         ["backend/logs/x.ndjson", "pilot"]
     ]
     assert res.summary["events_excluded"] == len(good_session())
