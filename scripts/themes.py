@@ -1,10 +1,12 @@
 """Snakemake entry point of rule `themes`: theme tests vs final difficulty, prevalence tables,
-convergent checks against behaviour (nonolab.stats.themes.theme_tables)."""
+convergent checks against behaviour (nonolab.stats.themes.theme_tables), on the coded responses
+of the participants in the ingest's participants table, each response once
+(nonolab.stats.themes.select_coded_responses; what is left out is logged)."""
 
 import logging
 
 from nonolab.core.tables import write_table
-from nonolab.stats.themes import load_coded_responses, theme_tables
+from nonolab.stats.themes import load_coded_responses, select_coded_responses, theme_tables
 from nonolab.study.schemas import read_table
 
 logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, format="%(message)s")
@@ -12,6 +14,10 @@ log = logging.getLogger("themes")
 p = snakemake.params
 
 coded = load_coded_responses(snakemake.input.coded)
+participants = read_table(snakemake.input.participants, "participants")
+coded, dropped = select_coded_responses(coded, set(participants["participant_id"]))
+if len(dropped):
+    log.info("coded responses left out (%d):\n%s", len(dropped), dropped.to_string(index=False))
 attempts = read_table(snakemake.input.attempts, "features")
 tables, checks, n = theme_tables(coded, attempts, p.convergent)
 log.info(

@@ -126,3 +126,35 @@ def test_rank_biserial_properties(x, y):
     assert a["u"] + b["u"] == pytest.approx(len(x) * len(y))
     assert a["rank_biserial"] == pytest.approx(-b["rank_biserial"])
     assert -1 <= a["rank_biserial"] <= 1
+
+
+def test_duplicated_rows_do_not_change_the_tests(tmp_path):
+    from nonolab.stats.themes import select_coded_responses
+
+    clean, dup = tmp_path / "clean.csv", tmp_path / "dup.csv"
+    _coded().to_csv(clean, index=False)
+    doubled = _coded()
+    pd.concat([doubled, doubled.iloc[[0, 2]]], ignore_index=True).to_csv(dup, index=False)
+    want = code_tests(theme_test_responses(load_coded_responses(clean)), ["X", "Y"])
+    used, dropped = select_coded_responses(load_coded_responses(dup))
+    got = code_tests(theme_test_responses(used), ["X", "Y"])
+    pd.testing.assert_frame_equal(got, want)  # n and the FDR p as without the copies
+    assert dropped[["record", "response_id", "reason"]].values.tolist() == [
+        [9, "R0", "duplicate of record 1 (same response_id)"],
+        [10, "R2", "duplicate of record 3 (same response_id)"],
+    ]
+
+
+def test_responses_of_participants_not_analysed_are_left_out(tmp_path):
+    from nonolab.stats.themes import select_coded_responses
+
+    path = tmp_path / "coded.csv"
+    _coded().to_csv(path, index=False)
+    coded = load_coded_responses(path)
+    used, dropped = select_coded_responses(coded, {"A-p1", "C-p3"})  # B-p2 excluded by ingest
+    assert "B-p2" not in set(used["participant"])
+    assert dropped["response_id"].tolist() == ["R2", "R3", "R7"]
+    assert set(dropped["reason"]) == {"participant not analysed (not in the participants table)"}
+    resp = theme_test_responses(used)
+    assert resp["response_id"].tolist() == ["R0", "R1"]
+    assert code_tests(resp, ["X"])["n_present"].tolist() == [1]

@@ -3,9 +3,12 @@ or a ledger row with a reason, and nothing else is lost. Studies are synthetic, 
 
 from __future__ import annotations
 
+import copy
 import json
+import re
 
 import jsonschema
+import pandas as pd
 import pytest
 import yaml
 from synth_study import (
@@ -26,10 +29,17 @@ from nonolab.study.presets import REPO, StudyError, load_preset, resolve_preset
 N_GOOD = len(good_session())
 
 
+def other_good_session():
+    """good_session() with another schedule index: another session, not a copy of Bad-p1's."""
+    events = good_session()
+    events[0] = {**events[0], "schedule_idx": 5}
+    return events
+
+
 def study_with(tmp_path, bad_events, name="Bad-p1", good=True, **kw):
     sessions = {name: bad_events}
     if good:
-        sessions["Good-p2"] = good_session()
+        sessions["Good-p2"] = other_good_session()
     return write_study(tmp_path / "study", sessions, **kw)
 
 
@@ -443,3 +453,387 @@ def test_default_preset_reads_json_logs_too(tmp_path):
     assert res.tables["participants"]["source_file"].tolist() == ["backend/logs/Ann-p1.json"]
     assert resolve_preset(root).name == "default"
     assert set(GRIDS) == {0, 1, 2}
+
+
+# --- copies, presets, queues, puzzle-file values ---------------------------------------------
+
+
+def assert_identity(res):
+    s = res.summary
+    assert s["events_read"] == s["events_used"] + s["events_excluded"] + s["events_ignored"]
+
+
+@pytest.mark.parametrize("copy", ["Bad-p1 (1).ndjson", "Copy-of-Bad-p1.ndjson", "Bad-p1.json"])
+def test_copied_log_is_one_participant(tmp_path, copy):
+    root = study_with(tmp_path, good_session())
+    logs = root / "backend" / "logs"
+    # a re-saved copy (CRLF line ends) is the same session
+    (logs / copy).write_bytes((logs / "Bad-p1.ndjson").read_bytes().replace(b"\n", b"\r\n"))
+    if copy == "Bad-p1.json":  # same participant id: the preset must say which one is used
+        with pytest.raises(StudyError, match="Bad-p1"):
+            ingest(root)
+        return
+    res = ingest(root)
+    assert sorted(res.tables["participants"]["participant_id"]) == ["Bad-p1", "Good-p2"]
+    assert len(res.tables["attempts"]) == 6
+    led = res.tables["ledger"]
+    row = led[led["source"] == f"backend/logs/{copy}"]
+    assert row[["level", "action"]].values.tolist() == [["file", "excluded"]]
+    assert row["reason"].iloc[0].startswith("duplicate of backend/logs/Bad-p1.ndjson")
+    assert res.summary["files_excluded"] == 1
+    assert res.summary["events_read"] == 3 * N_GOOD
+    assert_good_intact(res)
+
+
+def test_copied_log_keeps_the_preset_mapped_file(tmp_path):
+    root = study_with(tmp_path, good_session())
+    logs = root / "backend" / "logs"
+    (logs / "A-copy-with-a-long-name.ndjson").write_bytes((logs / "Bad-p1.ndjson").read_bytes())
+    p = tmp_path / "p.yaml"
+    p.write_text(
+        "name: x\npuzzle_file: nonograms_6.json\nlog_globs: [backend/logs/*.ndjson]\n"
+        "puzzles_per_session: 3\nparticipants:\n  default_participant_id: stem\n  files:\n"
+        "    - {file: backend/logs/A-copy-with-a-long-name.ndjson, participant_id: Ann-p1}\n"
+    )
+    res = ingest_study(root, load_preset(p))
+    assert sorted(res.tables["participants"]["participant_id"]) == ["Ann-p1", "Good-p2"]
+    led = res.tables["ledger"]
+    assert led[led["source"] == "backend/logs/Bad-p1.ndjson"]["reason"].str.startswith(
+        "duplicate of backend/logs/A-copy-with-a-long-name.ndjson"
+    ).tolist() == [True]
+    assert_identity(res)
+
+
+def test_crlf_puzzle_file_keeps_its_preset(tmp_path):
+    root = study_with(tmp_path, good_session())
+    puzzles = root / "nonograms_6.json"
+    puzzles.write_text(json.dumps(puzzle_file_content(), indent=2))
+    preset = tmp_path / "p.yaml"
+    text = (REPO / "config" / "studies" / "default.yaml").read_text()
+    preset.write_text(text.replace("name: default", "name: mine"))
+    from nonolab.study.presets import fingerprint_matches, puzzle_file_hashes
+
+    mine = load_preset(preset)
+    mine.data["fingerprint"] = {"puzzle_hashes": puzzle_file_hashes(puzzles)}
+    assert fingerprint_matches(mine, puzzles)
+    puzzles.write_bytes(b"\xef\xbb\xbf" + puzzles.read_bytes().replace(b"\n", b"\r\n"))
+    assert fingerprint_matches(mine, puzzles)  # same puzzles, other bytes
+    other = puzzle_file_content()
+    other[0], other[1] = {**other[1], "id": 0}, {**other[0], "id": 1}  # ids swapped
+    puzzles.write_text(json.dumps(other))
+    assert not fingerprint_matches(mine, puzzles)
+
+
+@pytest.mark.parametrize("queue", [(0, 0, 1), (2, 1, 2)])
+def test_queue_naming_a_puzzle_twice(tmp_path, queue):
+    events = good_session(queue=queue)
+    res = ingest(study_with(tmp_path, events))
+    led = ledger_for(res)
+    assert led[["level", "source", "action"]].values.tolist() == [
+        ["participant", "backend/logs/Bad-p1.ndjson:1", "excluded"]
+    ]
+    assert "more than once" in led["reason"].iloc[0]
+    assert "Bad-p1" not in set(res.tables["participants"]["participant_id"])
+    assert_good_intact(res)
+
+
+@pytest.mark.parametrize("cell", [2, -1, 0.5, "1", None, float("nan")])
+def test_solution_cell_other_than_0_or_1(tmp_path, cell):
+    content = copy.deepcopy(puzzle_file_content())  # the grids are shared with GRIDS
+    content[1]["solution"][2][1] = cell
+    root = study_with(tmp_path, good_session())
+    text = json.dumps(content)  # NaN is written as the constant NaN: not JSON
+    (root / "nonograms_6.json").write_text(text)
+    with pytest.raises(PuzzleError, match=r"nonograms_6\.json: (puzzle id 1|not a JSON)") as e:
+        ingest(root)
+    if cell == cell:
+        assert "cell (2,1)" in str(e.value) and "not 0 or 1" in str(e.value)
+
+
+def test_solution_without_clues_other_than_0_or_1(tmp_path):
+    content = copy.deepcopy(puzzle_file_content())
+    del content[2]["clues"]
+    content[2]["solution"][0][1] = 7
+    root = study_with(tmp_path, good_session(), puzzles=content)
+    with pytest.raises(PuzzleError, match=r"nonograms_6\.json: puzzle id 2: .*cell \(0,1\) is 7"):
+        ingest(root)
+
+
+@pytest.mark.parametrize(
+    ("clue", "match"),
+    [("1e400", "block length inf"), ("NaN", "not a JSON puzzle file"), ("-1e400", "-inf")],
+)
+def test_clue_out_of_range(tmp_path, clue, match):
+    root = study_with(tmp_path, good_session())
+    text = json.dumps(puzzle_file_content()).replace('"rows": [[2]', f'"rows": [[{clue}]', 1)
+    assert clue in text
+    (root / "nonograms_6.json").write_text(text)
+    with pytest.raises(PuzzleError, match=rf"nonograms_6\.json: .*{re.escape(match)}"):
+        ingest(root)
+
+
+def test_deeply_nested_puzzle_file(tmp_path):
+    root = study_with(tmp_path, good_session())
+    (root / "nonograms_6.json").write_text("[" * 100_000 + "]" * 100_000)
+    with pytest.raises(PuzzleError, match=r"nonograms_6\.json: not a JSON puzzle file"):
+        ingest(root)
+
+
+# --- files that are not plain logs matched by the globs --------------------------------------
+
+
+def _file_rows(res, rel):
+    led = res.tables["ledger"]
+    return led[(led["level"] == "file") & (led["source"] == rel)]
+
+
+def test_upper_case_extension_is_read(tmp_path):
+    root = study_with(tmp_path, good_session())
+    logs = root / "backend" / "logs"
+    (logs / "Bad-p1.ndjson").rename(logs / "Bad-p1.NDJSON")
+    res = ingest(root)
+    assert "Bad-p1" in set(res.tables["participants"]["participant_id"])
+    assert (res.tables["attempts"].participant_id == "Bad-p1").sum() == 3
+    assert_good_intact(res)
+
+
+@pytest.mark.parametrize("rel", ["Bad-p1.jsonl", "sub/Bad-p1.ndjson", "old/deeper/Bad-p1.json"])
+def test_log_the_globs_do_not_match_is_ledgered_not_read(tmp_path, rel):
+    root = study_with(tmp_path, good_session())
+    logs = root / "backend" / "logs"
+    (logs / rel).parent.mkdir(parents=True, exist_ok=True)
+    (logs / "Bad-p1.ndjson").rename(logs / rel)
+    res = ingest(root)
+    row = _file_rows(res, f"backend/logs/{rel}")
+    assert row["action"].tolist() == ["excluded"]
+    assert row["reason"].iloc[0].startswith("not read: a log-like file that no log glob")
+    assert res.summary["events_read"] == N_GOOD
+    assert_good_intact(res)
+
+
+def test_dangling_symlink_is_ledgered_not_read(tmp_path):
+    root = study_with(tmp_path, good_session())
+    (root / "backend" / "logs" / "Gone-p3.ndjson").symlink_to(tmp_path / "nowhere.ndjson")
+    res = ingest(root)
+    row = _file_rows(res, "backend/logs/Gone-p3.ndjson")
+    assert row["reason"].str.startswith("not read: dangling symbolic link").tolist() == [True]
+    assert res.summary["files_excluded"] == 1
+    assert_good_intact(res)
+
+
+def test_unreadable_log_is_ledgered_not_read(tmp_path, monkeypatch):
+    import nonolab.study.ingest as ing
+
+    root = study_with(tmp_path, good_session())
+    real = ing.read_log_lines
+
+    def read(path, source):
+        if source.endswith("Bad-p1.ndjson"):  # chmod 000 does not stop root: fake the error
+            raise PermissionError(13, "Permission denied", path)
+        return real(path, source)
+
+    monkeypatch.setattr(ing, "read_log_lines", read)
+    res = ingest(root)
+    row = _file_rows(res, "backend/logs/Bad-p1.ndjson")
+    assert row["reason"].tolist() == ["not read: PermissionError: Permission denied"]
+    assert "Bad-p1" not in set(res.tables["participants"]["participant_id"])
+    assert res.summary["files_excluded"] == 1
+    assert_good_intact(res)
+
+
+def test_folder_named_like_a_log_is_ledgered_not_read(tmp_path):
+    root = study_with(tmp_path, good_session())
+    (root / "backend" / "logs" / "Dir-p3.ndjson").mkdir()
+    res = ingest(root)
+    assert _file_rows(res, "backend/logs/Dir-p3.ndjson")["reason"].tolist() == [
+        "not read: not a regular file"
+    ]
+    assert_good_intact(res)
+
+
+# --- command line ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("out", ["existing_file", "existing_file/sub"])
+def test_ingest_into_an_existing_file(tmp_path, capsys, out):
+    from nonolab.cli import main
+
+    root = study_with(tmp_path, good_session())
+    (tmp_path / "existing_file").write_text("keep me")
+    assert main(["ingest", str(root), str(tmp_path / out)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("nonolab: error: ") and "existing_file" in err
+    assert "Traceback" not in err
+    assert (tmp_path / "existing_file").read_text() == "keep me"
+
+
+# --- values a table cannot hold ----------------------------------------------------------------
+
+
+def ingest_and_write(root, out):
+    """Ingest and write every table (where a value a column cannot hold would fail)."""
+    from nonolab.study.ingest import write_ingest
+
+    res = ingest(root)
+    write_ingest(res, out)
+    assert_identity(res)
+    return res
+
+
+@pytest.mark.parametrize("big", [2**63, -(2**63) - 1, 2**64 + 1], ids=["2^63", "-2^63-1", "2^64+1"])
+def test_integer_outside_64_bits_in_an_index_field(tmp_path, big):
+    events = good_session()
+    events[14] = {**events[14], "diffs_len": big}  # the undo of attempt 2
+    res = ingest_and_write(study_with(tmp_path, events), tmp_path / "out")
+    led = ledger_for(res)
+    assert led[["level", "source", "action"]].values.tolist() == [
+        ["line", "backend/logs/Bad-p1.ndjson:15", "excluded"]
+    ]
+    assert "outside the 64-bit range" in led["reason"].iloc[0]
+    assert (res.tables["attempts"].participant_id == "Bad-p1").sum() == 3
+    assert_good_intact(res)
+
+
+def test_schedule_index_outside_64_bits(tmp_path):
+    events = good_session()
+    events[0] = {**events[0], "schedule_idx": 2**63}
+    res = ingest_and_write(study_with(tmp_path, events), tmp_path / "out")
+    led = ledger_for(res)
+    assert led["source"].tolist()[0] == "backend/logs/Bad-p1.ndjson:1"
+    assert "outside the 64-bit range" in led["reason"].iloc[0]
+    assert_good_intact(res)
+
+
+@pytest.mark.parametrize(
+    "bad", [1e20, -1e300, 2**63, 10**400], ids=["1e20", "-1e300", "2^63", "10^400"]
+)
+def test_rating_too_large_for_a_table(tmp_path, bad):
+    events = good_session()
+    events[11] = {**events[11], "answers": {**events[11]["answers"], "difficulty": bad}}
+    res = ingest_and_write(study_with(tmp_path, events), tmp_path / "out")
+    led = ledger_for(res)
+    assert led[["level", "source", "id", "action"]].values.tolist() == [
+        ["attempt", "backend/logs/Bad-p1.ndjson:12", "Bad-p1/1", "kept"]
+    ]
+    assert "initial rating" in led["reason"].iloc[0]
+    rat = res.tables["ratings"].set_index(["participant_id", "order"]).loc[("Bad-p1", 1)]
+    assert pd.isna(rat["initial_difficulty"]) and pd.isna(rat["initial_difficulty_raw"])
+    assert_good_intact(res)
+
+
+def test_skill_too_large_for_a_float(tmp_path):
+    events = good_session()
+    events[1] = {**events[1], "answers": {**PRE, "skill_puzzles": 10**400}}
+    res = ingest_and_write(study_with(tmp_path, events), tmp_path / "out")
+    led = ledger_for(res)
+    assert led[["level", "action"]].values.tolist() == [["participant", "kept"]]
+    assert "skill_puzzles" in led["reason"].iloc[0]
+    assert_good_intact(res)
+
+
+@pytest.mark.parametrize(
+    ("index", "change", "where"),
+    [
+        (-1, {"comments": "fine \ud800"}, "answers.comments"),
+        (-1, {"strategy\udfff": "edges"}, "key answers.strategy"),
+        (14, None, "label"),
+    ],
+)
+def test_lone_surrogate_in_a_string(tmp_path, index, change, where):
+    events = good_session()
+    if change is None:
+        events[index] = {**events[index], "label": "cell\ud83d"}  # half an emoji
+    else:
+        events[index] = {**events[index], "answers": {**events[index]["answers"], **change}}
+    res = ingest_and_write(study_with(tmp_path, events), tmp_path / "out")
+    led = ledger_for(res)
+    assert led[["level", "source", "action"]].values.tolist() == [
+        ["line", f"backend/logs/Bad-p1.ndjson:{index % len(events) + 1}", "kept"]
+    ]
+    assert where in led["reason"].iloc[0] and "U+FFFD" in led["reason"].iloc[0]
+    assert (res.tables["attempts"].participant_id == "Bad-p1").sum() == 3
+    texts = res.tables["survey_texts"]
+    assert not texts["text"].str.contains("[\ud800-\udfff]").any()
+    assert_good_intact(res)
+
+
+def test_duplicated_coded_responses_are_ledgered(tmp_path):
+    root = study_with(tmp_path, good_session())
+    derived = root / "riyad-analysis" / "derived"
+    derived.mkdir(parents=True)
+    (derived / "coded_responses.csv").write_text(
+        "response_id,participant_id,source_file,text,code_FOOT,codes_str\n"
+        "R1,P1,Good-p2.ndjson,easy start,1,FOOT\n"
+        'R2,P1,Good-p2.ndjson,"two\nlines",0,\n'
+        "R1,P1,Good-p2.ndjson,easy start,1,FOOT\n"
+        "R2,P1,Good-p2.ndjson,other,0,\n"
+    )
+    res = ingest(root)
+    led = res.tables["ledger"]
+    th = led[led.source.str.startswith("riyad-analysis")]
+    src = "riyad-analysis/derived/coded_responses.csv"
+    assert th[["source", "reason", "action"]].values.tolist() == [
+        [f"{src}:5", "duplicate of line 2", "excluded"],
+        [
+            f"{src}:6",
+            "response_id 'R2' repeats line 4 with other content; the first is used",
+            "excluded",
+        ],
+    ]
+    assert_good_intact(res)
+
+
+def test_log_file_name_not_utf8_is_ledgered_not_read(tmp_path):
+    import os
+
+    root = study_with(tmp_path, good_session())
+    logs = os.fsencode(root / "backend" / "logs")
+    os.rename(logs + b"/Bad-p1.ndjson", logs + b"/Bad-\xff.ndjson")
+    res = ingest_and_write(root, tmp_path / "out")
+    row = _file_rows(res, "backend/logs/Bad-\ufffd.ndjson")
+    assert row["reason"].tolist() == ["not read: the file name is not UTF-8"]
+    assert_good_intact(res)
+
+
+def test_partial_copy_of_a_session_is_flagged(tmp_path):
+    root = study_with(tmp_path, good_session())
+    logs = root / "backend" / "logs"
+    write_log(logs / "Bad-p1-partial.ndjson", good_session()[:12])  # interrupted copy
+    res = ingest(root)
+    row = _file_rows(res, "backend/logs/Bad-p1.ndjson")
+    assert row["action"].tolist() == ["kept"]
+    assert "same session start" in row["reason"].iloc[0]
+    assert "as backend/logs/Bad-p1-partial.ndjson" in row["reason"].iloc[0]
+    assert_good_intact(res)
+
+
+def test_linked_log_folder_is_read(tmp_path):
+    root = study_with(tmp_path, good_session())
+    logs = root / "backend" / "logs"
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (logs / "Bad-p1.ndjson").rename(elsewhere / "Bad-p1.ndjson")
+    (elsewhere / "loop").symlink_to(elsewhere)  # a link cycle is walked once
+    (root / "backend" / "more").symlink_to(elsewhere)
+    p = tmp_path / "p.yaml"
+    p.write_text(
+        "name: x\npuzzle_file: nonograms_6.json\nlog_globs: [backend/*/*.ndjson]\n"
+        "puzzles_per_session: 3\nparticipants:\n  default_participant_id: stem\n"
+    )
+    res = ingest_study(root, load_preset(p))
+    assert sorted(res.tables["participants"]["source_file"]) == [
+        "backend/logs/Good-p2.ndjson",
+        "backend/more/Bad-p1.ndjson",
+    ]
+    assert_good_intact(res)
+
+
+def test_coded_themes_file_not_utf8(tmp_path):
+    root = study_with(tmp_path, good_session())
+    derived = root / "riyad-analysis" / "derived"
+    derived.mkdir(parents=True)
+    (derived / "coded_responses.csv").write_bytes(
+        b"response_id,participant_id,source_file,code_FOOT\nR1,P1,Good-p2.ndjson,\xff\n"
+    )
+    with pytest.raises(StudyError, match=r"coded_responses\.csv: not a UTF-8 CSV"):
+        ingest(root)

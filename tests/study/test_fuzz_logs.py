@@ -1,11 +1,15 @@
-"""Property tests of the log-line parser: no crash other than the documented error type, and
-every well-formed event round-trips through JSON."""
+"""Property tests of the log-line parser (no crash other than the documented error type, every
+well-formed event round-trips through JSON) and of table coercion (any logged value becomes a
+table value, a ledger row or a :class:`TableSchemaError` naming the table and column)."""
 
 from __future__ import annotations
 
 import json
+import tempfile
 from datetime import UTC, datetime, timedelta, timezone
+from pathlib import Path
 
+import pandas as pd
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -118,3 +122,73 @@ def test_read_log_lines_accounts_for_every_line(tmp_path_factory, lines):
     events, errors, n = read_log_lines(str(path), "log.ndjson")
     assert len(events) + len(errors) == n
     assert n == sum(1 for x in lines if x.replace(b"\n", b" ").strip())
+
+
+# --- table coercion: any logged value ends as a table value, a ledger row or a named error -----
+
+any_text = st.text(st.characters(codec=None, exclude_categories=()), max_size=6) | st.sampled_from(
+    ["\ud800", "a\udfffb", "\ud83d"]
+)
+any_number = (
+    st.integers()
+    | st.integers(min_value=2**62, max_value=2**70)
+    | st.integers(max_value=-(2**62), min_value=-(2**70))
+    | st.floats()
+    | st.sampled_from([1e20, -1e20, 2**63, 10**400])
+)
+any_value = st.none() | st.booleans() | any_number | any_text
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.sampled_from(["ratings", "participants", "events", "attempts"]), st.data())
+def test_coerce_table_raises_only_table_schema_error(name, data):
+    from nonolab.study.schemas import TableSchemaError, coerce_table, columns, table_schema
+
+    cols = columns(name)
+    props = table_schema(name)["properties"]
+    numeric = [c for c in cols if props[c].get("type") not in ("string", ["string", "null"])]
+    col = data.draw(st.sampled_from(numeric or cols))
+    values = data.draw(st.lists(any_value, min_size=1, max_size=3))
+    frame = pd.DataFrame({col: pd.Series(values, dtype=object)})
+    try:
+        out = coerce_table(frame, name)
+    except TableSchemaError as exc:
+        assert f"table {name}: column {col}" in str(exc)
+    else:
+        assert list(out.columns) == cols and len(out) == len(values)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    difficulty=any_value,
+    rate_again=any_value,
+    skill=any_value,
+    diffs_len=any_value,
+    schedule_idx=any_value,
+    label=any_value,
+    comment=any_value,
+    key=any_text,
+)
+def test_any_logged_value_is_used_ledgered_or_excluded(
+    difficulty, rate_again, skill, diffs_len, schedule_idx, label, comment, key
+):
+    from synth_study import PRE, good_session, ingest, write_study
+
+    from nonolab.study.ingest import write_ingest
+
+    events = good_session()
+    events[0] = {**events[0], "schedule_idx": schedule_idx}
+    events[1] = {**events[1], "answers": {**PRE, "skill_nonogram": skill, key: comment}}
+    events[11] = {**events[11], "answers": {"difficulty": difficulty}}
+    events[14] = {**events[14], "label": label, "diffs_len": diffs_len}
+    post = events[-1]
+    events[-1] = {**post, "answers": {**post["answers"], "puzzle_1_rate_again": rate_again}}
+    with tempfile.TemporaryDirectory() as tmp:
+        root = write_study(Path(tmp) / "s", {"Fz-p1": events})
+        res = ingest(root)
+        write_ingest(res, Path(tmp) / "out")
+    s = res.summary
+    assert s["events_read"] == s["events_used"] + s["events_excluded"] + s["events_ignored"]
+    assert s["events_read"] == len(events)
+    used = res.tables["participants"]["participant_id"].tolist()
+    assert used == ["Fz-p1"] or len(res.tables["ledger"]) > 0

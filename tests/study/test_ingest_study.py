@@ -9,9 +9,8 @@ import pandas as pd
 import pytest
 from public_study import study_ingest
 
-from nonolab.core.hashing import file_sha256
 from nonolab.study.ingest import IngestResult
-from nonolab.study.presets import log_sources, resolve_preset
+from nonolab.study.presets import log_sources, puzzle_file_hashes, resolve_preset
 
 pytestmark = pytest.mark.study
 
@@ -24,7 +23,7 @@ def res(study_dir) -> IngestResult:
 def test_auto_preset_is_he2026_by_fingerprint(study_dir):
     p = resolve_preset(study_dir)
     assert p.name == "he2026"
-    assert p.data["fingerprint"]["puzzle_file_sha256"] == file_sha256(study_dir / p.puzzle_file)
+    assert p.data["fingerprint"]["puzzle_hashes"] == puzzle_file_hashes(study_dir / p.puzzle_file)
 
 
 def test_methods3_targets(res):

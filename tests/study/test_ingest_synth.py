@@ -21,9 +21,17 @@ from nonolab.study.ingest import ingest_study, read_ingest, write_ingest  # noqa
 from nonolab.study.presets import load_preset, resolve_preset  # noqa: F401
 
 
+def another_session(schedule_idx: int = 5) -> list[dict]:
+    """good_session() with another schedule index: another participant's session (a file with
+    the very same events is a copy of the same session and is used once)."""
+    events = good_session()
+    events[0] = {**events[0], "schedule_idx": schedule_idx}
+    return events
+
+
 @pytest.fixture()
 def synth(tmp_path):
-    return write_study(tmp_path / "study", {"Ann-p1": good_session(), "Bob-p2": good_session()})
+    return write_study(tmp_path / "study", {"Ann-p1": good_session(), "Bob-p2": another_session()})
 
 
 def test_synthetic_study_uses_default_preset(synth):
@@ -126,7 +134,8 @@ def test_ingest_is_deterministic(synth, tmp_path):
 
 def test_preset_mapping_table_renames_and_excludes(tmp_path):
     root = write_study(
-        tmp_path / "s", {"p4-Zed": good_session(), "Zed-p9": good_session(), "x": good_session()}
+        tmp_path / "s",
+        {"p4-Zed": good_session(), "Zed-p9": another_session(), "x": another_session(6)},
     )
     preset = tmp_path / "p.yaml"
     preset.write_text(
@@ -138,7 +147,12 @@ def test_preset_mapping_table_renames_and_excludes(tmp_path):
     res = ingest_study(root, load_preset(preset))
     assert sorted(res.tables["participants"]["participant_id"]) == ["Zed-p1", "Zed-p9"]
     led = res.tables["ledger"]
-    assert led[led.level == "file"][["source", "reason"]].values.tolist() == [
+    # the two used sessions start at the same time with the same queue: flagged, both kept
+    assert led[led.level == "file"][["source", "action"]].values.tolist() == [
+        ["backend/logs/p4-Zed.ndjson", "kept"],
+        ["backend/logs/x.ndjson", "excluded"],
+    ]
+    assert led[led.action == "excluded"][["source", "reason"]].values.tolist() == [
         ["backend/logs/x.ndjson", "pilot"]
     ]
     assert res.summary["events_excluded"] == len(good_session())

@@ -5,6 +5,7 @@ rule themes:
     input:
         coded=study_path("themes.coded_responses"),
         attempts="results/features/attempts.csv",
+        participants="results/ingest/participants.csv",
     output:
         tests=report(
             "results/tables/themes_vs_difficulty.csv",

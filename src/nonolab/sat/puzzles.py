@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,7 +39,12 @@ def normalise_clue(clue: Iterable[int]) -> Clue:
     out = []
     items = list(clue)
     for x in items:
-        if isinstance(x, bool) or not isinstance(x, int | float) or int(x) != x:
+        if (
+            isinstance(x, bool)
+            or not isinstance(x, int | float)
+            or (isinstance(x, float) and not math.isfinite(x))
+            or int(x) != x
+        ):
             raise PuzzleError(f"clue {items!r}: block length {x!r} is not an integer")
         out.append(int(x))
     if out == [0]:
@@ -101,7 +107,7 @@ class Puzzle:
                 f"column clues fill {sum(map(sum, self.cols))}; no grid satisfies both"
             )
         if self.solution is not None:
-            sol = tuple(tuple(int(v) for v in row) for row in self.solution)
+            sol = solution_grid(self.solution, self.label)
             object.__setattr__(self, "solution", sol)
             check_solution(self, sol)
 
@@ -138,6 +144,27 @@ class Puzzle:
     def clues_dict(self) -> dict[str, list[list[int]]]:
         """Return the clues as ``{"rows": [...], "columns": [...]}`` lists (the study's layout)."""
         return {"rows": [list(c) for c in self.rows], "columns": [list(c) for c in self.cols]}
+
+
+def solution_grid(grid: Sequence[Sequence[object]], label: str | None = None) -> Grid:
+    """Return ``grid`` as a tuple of tuples of 0/1 ints.
+
+    Raises :class:`PuzzleError` naming the puzzle and the first cell (row, column) whose value
+    is not 0 or 1 (true/false count as 1/0; 2, 0.5, NaN, text or a nested list do not).
+    """
+    try:
+        rows = [list(row) for row in grid]
+    except TypeError:
+        raise PuzzleError(f"puzzle {label!r}: solution is not a list of rows") from None
+    for r, row in enumerate(rows):
+        for c, v in enumerate(row):
+            try:
+                ok = not isinstance(v, str | bytes) and bool(v == 0 or v == 1)
+            except (TypeError, ValueError):
+                ok = False
+            if not ok:
+                raise PuzzleError(f"puzzle {label!r}: solution cell ({r},{c}) is {v!r}, not 0 or 1")
+    return tuple(tuple(int(v) for v in row) for row in rows)
 
 
 def puzzle_hash(rows: Sequence[Sequence[int]], cols: Sequence[Sequence[int]]) -> str:
@@ -193,18 +220,24 @@ def grid_to_strings(grid: Sequence[Sequence[int]]) -> list[str]:
 def load_study_puzzles(path: str | Path) -> list[Puzzle]:
     """Return the puzzles of a study puzzle file (a JSON list of ``{id, solution, clues}``).
 
-    Each puzzle is labelled with its study id (as a string). The clues given in the file are
+    Each puzzle is labelled with its study id (as a string). Anything unusable raises
+    :class:`PuzzleError` naming the file (and the puzzle id): not JSON (also ``NaN``/``Infinity``
+    constants and nesting too deep to parse), a clue that is not a finite whole number (``1e400``
+    parses as infinity), a solution cell other than 0/1. The clues given in the file are
     checked against the solution; a mismatch raises :class:`PuzzleError` naming the file, the
     puzzle id and the line. A puzzle with no ``clues`` gets them from its solution; one with no
     ``solution`` is loaded from its clues alone.
     """
     path = Path(path)
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        # utf-8-sig: a byte-order mark is not content; NaN/Infinity are not JSON numbers
+        data = json.loads(path.read_text(encoding="utf-8-sig"), parse_constant=_no_constant)
     except FileNotFoundError:
         raise FileNotFoundError(f"puzzle file {path} does not exist") from None
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+    except (UnicodeDecodeError, ValueError) as exc:
         raise PuzzleError(f"{path}: not a JSON puzzle file ({exc})") from None
+    except RecursionError:
+        raise PuzzleError(f"{path}: not a JSON puzzle file (nested too deeply)") from None
     if isinstance(data, dict) and "puzzles" in data:
         data = data["puzzles"]
     if not isinstance(data, list):
@@ -224,10 +257,14 @@ def load_study_puzzles(path: str | Path) -> list[Puzzle]:
             if clues is None:
                 if sol is None:
                     raise PuzzleError("neither clues nor solution given")
-                p = Puzzle.from_grid(sol, label=label)
+                p = Puzzle.from_grid(solution_grid(sol, label), label=label)
             else:
                 p = Puzzle(rows=clues["rows"], cols=clues["columns"], solution=sol, label=label)
-        except (PuzzleError, KeyError, TypeError) as exc:
+        except (PuzzleError, KeyError, TypeError, ValueError, OverflowError) as exc:
             raise PuzzleError(f"{path}: puzzle id {label}: {exc}") from None
         out.append(p)
     return out
+
+
+def _no_constant(name: str) -> float:
+    raise ValueError(f"non-standard JSON constant {name}")

@@ -3,12 +3,13 @@
 Input: a coded-responses export (``coded_responses.csv``: one row per response, ``response_kind``,
 ``participant_id`` (coder's ``Pnnn``), ``source_file`` (``<published participant id>.<ext>``),
 ``puzzle_id``, ``final_difficulty``, and one 0/1 ``code_<CODE>`` column per code). Difficulty
-themes are the ``code_*`` columns, strategies the ``code_S_*`` ones.
+themes are the ``code_*`` columns, strategies the ``code_S_*`` ones. :func:`select_coded_responses`
+leaves out repeated rows and responses of participants the ingest did not analyse.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -53,6 +54,38 @@ def load_coded_responses(path: str | Path) -> pd.DataFrame:
     pid = df["puzzle_id"] if "puzzle_id" in df.columns else pd.Series(np.nan, index=df.index)
     df["puzzle_id"] = [("" if pd.isna(v) else str(int(v))) for v in pid]
     return df
+
+
+def select_coded_responses(
+    coded: pd.DataFrame, participant_ids: Collection[str] | None = None
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Return ``(used, dropped)``: the coded responses the theme analysis uses, and one row per
+    response left out (``record``: 1-based data row of the export, ``response_id``,
+    ``participant``, ``reason``).
+
+    Left out: a repeat of an earlier ``response_id`` (a duplicated row would count twice in
+    every n and change the tests' p-values; the first is used), and, when ``participant_ids``
+    is given (the participants table of the ingest), a response of a participant the ingest
+    did not analyse (excluded or unknown). The ingest ledgers both with the CSV line.
+    """
+    record = pd.Series(np.arange(1, len(coded) + 1), index=coded.index)
+    first = coded.groupby("response_id", sort=False).cumcount() == 0
+    first_record = record.groupby(coded["response_id"], sort=False).transform("min")
+    reasons = pd.Series("", index=coded.index, dtype=object)
+    reasons[~first] = [f"duplicate of record {r} (same response_id)" for r in first_record[~first]]
+    if participant_ids is not None:
+        other = ~coded["participant"].astype(str).isin(set(map(str, participant_ids)))
+        reasons[other & first] = "participant not analysed (not in the participants table)"
+    drop = reasons != ""
+    dropped = pd.DataFrame(
+        {
+            "record": record[drop],
+            "response_id": coded.loc[drop, "response_id"],
+            "participant": coded.loc[drop, "participant"],
+            "reason": reasons[drop],
+        }
+    ).reset_index(drop=True)
+    return coded.loc[~drop].reset_index(drop=True), dropped
 
 
 def theme_codes(df: pd.DataFrame) -> list[str]:

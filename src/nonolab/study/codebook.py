@@ -34,11 +34,23 @@ def check_coded_themes(
 ) -> list[dict[str, str]]:
     """Return ledger rows for a coded-responses CSV (one 0/1 ``code_*`` column per code).
 
-    A row whose ``source_file`` stem (the published participant id) is not an analysed
-    participant, a ``code_*`` column or ``codes_str`` entry that is not a known code, and a code
-    value other than 0/1 are ledgered with ``file:line`` (CSV record end line). Raises
-    :class:`StudyError` if the file lacks ``source_file``.
+    A repeat of an earlier row (same ``response_id``, or the same record when there is no
+    ``response_id``; the theme analysis would count it twice), a row whose ``source_file`` stem
+    (the published participant id) is not an analysed participant, a ``code_*`` column or
+    ``codes_str`` entry that is not a known code, and a code value other than 0/1 are ledgered
+    with ``file:line`` (CSV record end line); the theme analysis leaves out the first two
+    (:func:`nonolab.stats.themes.select_coded_responses`). Raises
+    :class:`StudyError` naming the file if it lacks ``source_file`` or is not UTF-8 CSV.
     """
+    try:
+        return _check_coded_themes(path, participant_ids, known_codes, rel)
+    except (UnicodeDecodeError, csv.Error) as exc:
+        raise StudyError(f"{rel}: not a UTF-8 CSV coded-themes file ({exc})") from None
+
+
+def _check_coded_themes(
+    path: str | Path, participant_ids: set[str], known_codes: set[str] | None, rel: str
+) -> list[dict[str, str]]:
     out: list[dict[str, str]] = []
     with open(path, encoding="utf-8", newline="") as fh:
         reader = csv.DictReader(fh)
@@ -59,9 +71,24 @@ def check_coded_themes(
                         )
                     )
         cols = {c[5:] for c in code_cols}
+        key_col = "response_id" if "response_id" in fields else None
+        seen: dict[object, tuple[int, tuple]] = {}
         for rec in reader:
             where = f"{rel}:{reader.line_num}"
             stem = Path(rec.get("source_file") or "").stem
+            content = tuple(rec.get(f) for f in fields)
+            key = rec.get(key_col) if key_col else content
+            if key in seen:
+                line, first = seen[key]
+                why = (
+                    f"duplicate of line {line}"
+                    if first == content
+                    else f"response_id {key!r} repeats line {line} with other content; the first"
+                    " is used"
+                )
+                out.append(_lrow("line", where, stem or "(empty)", why))
+                continue
+            seen[key] = (reader.line_num, content)
             if stem not in participant_ids:
                 out.append(
                     _lrow(

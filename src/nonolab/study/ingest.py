@@ -24,6 +24,7 @@ pre-survey; survey events belong to the attempt they rate.
 from __future__ import annotations
 
 import gc
+import hashlib
 import json
 import os
 from bisect import bisect_right
@@ -43,12 +44,14 @@ from nonolab.study.codebook import coded_themes_ledger
 from nonolab.study.logs import (
     EVENT_SPECS,
     IGNORED_TYPES,
+    INT64_MAX,
+    INT64_MIN,
     Event,
     LogLineError,
     UnknownEventType,
     read_log_lines,
 )
-from nonolab.study.presets import Preset, StudyError, log_sources, study_file
+from nonolab.study.presets import LogSource, Preset, StudyError, log_sources, study_file
 from nonolab.study.schemas import coerce_table, validate_table
 from nonolab.study.schemas import columns as _columns
 
@@ -113,8 +116,8 @@ def expertise_items(answers: dict[str, Any]) -> dict[str, Any]:
     """
 
     def skill(v: Any) -> int | None:
-        ok = isinstance(v, int | float) and not isinstance(v, bool) and float(v).is_integer()
-        return int(v) if ok and 1 <= v <= 10 else None
+        raw = _raw_rating(v)
+        return raw if raw is not None and 1 <= raw <= 10 else None
 
     def ordinal(v: Any) -> int | None:
         return FREQUENCY_ORDER.get(str(v).lower()) if v is not None else None
@@ -133,15 +136,20 @@ def expertise_items(answers: dict[str, Any]) -> dict[str, Any]:
 
 
 def _rating(v: Any) -> int | None:
-    if isinstance(v, bool) or not isinstance(v, int | float) or not float(v).is_integer():
-        return None
-    return int(v) if 1 <= v <= 5 else None
+    raw = _raw_rating(v)
+    return raw if raw is not None and 1 <= raw <= 5 else None
 
 
 def _raw_rating(v: Any) -> int | None:
-    if isinstance(v, bool) or not isinstance(v, int | float) or not float(v).is_integer():
+    """Return the logged rating as an int when it is a whole number a table column can hold
+    (64-bit), else None (the ledger row about it keeps the logged value)."""
+    if isinstance(v, bool) or not isinstance(v, int | float):
         return None
-    return int(v)
+    try:
+        whole = float(v).is_integer()
+    except OverflowError:  # an int too large for a float
+        return None
+    return int(v) if whole and INT64_MIN <= v <= INT64_MAX else None
 
 
 def _drag_cells(f: dict[str, Any]) -> list[tuple[int, int]]:
@@ -181,8 +189,10 @@ def ingest_study(study_dir: str | Path, preset: Preset) -> IngestResult:
 
     Raises :class:`~nonolab.study.StudyError` for an unusable study (no log files, missing
     puzzle file, duplicated participant ids) and :class:`~nonolab.sat.puzzles.PuzzleError` for a
-    puzzle file whose clues contradict its solutions. Everything else that cannot be used is a
-    ledger row.
+    puzzle file that cannot be used (clues that contradict its solutions, a solution cell other
+    than 0/1, a clue that is not a finite whole number, not JSON). Everything else that cannot
+    be used is a ledger row: a file that is not read, a copy of another file's session
+    (:func:`duplicate_sessions`), a participant, attempt or line.
     """
     # Millions of small row objects and no reference cycles: the cyclic garbage collector
     # would rescan them over and over (quadratic in the study size), so it is paused here.
@@ -222,13 +232,34 @@ def _ingest_study(study_dir: str | Path, preset: Preset) -> IngestResult:
     inputs = [puzzle_path]
 
     hash_of = {label: p.hash for label, p in by_label.items()}
-    for src, out in zip(sources, _read_sources(sources, by_label, hash_of, n_per), strict=True):
-        inputs.append(src.path)
+    outs = list(_read_sources(sources, by_label, hash_of, n_per))
+    copies = duplicate_sessions(sources, [o["digest"] for o in outs], preset)
+    first_with_start: dict[Any, str] = {}
+    for src, out in zip(sources, outs, strict=True):
+        if not out.get("not_read"):
+            inputs.append(src.path)
         counts["log_files"] += 1
         counts["events_read"] += out["n_lines"]
         by_type.update(out["by_type"])
+        if src.rel in copies:
+            why = f"duplicate of {copies[src.rel]} (the same session: identical event lines)"
+            ledger.add("file", src.rel, src.participant_id or src.path.stem, why)
+            counts["events_excluded"] += out["n_lines"]
+            counts["files_excluded"] += 1
+            continue
         ledger.rows += out["ledger"]
-        if src.participant_id is None:
+        key = out.get("start_key")
+        if key is not None and src.participant_id is not None:
+            if key in first_with_start:
+                why = (
+                    f"same session start ({key[0]}, queue {list(key[1])}) as "
+                    f"{first_with_start[key]} but other content (a partial copy?): both used; "
+                    "exclude one in the preset if they are one session"
+                )
+                ledger.add("file", src.rel, src.participant_id, why, "kept")
+            else:
+                first_with_start[key] = src.rel
+        if src.participant_id is None or out.get("not_read"):
             counts["events_excluded"] += out["n_lines"]
             counts["files_excluded"] += 1
             continue
@@ -319,6 +350,41 @@ def _summary(
     return summary
 
 
+def session_digest(events: list[Event]) -> str | None:
+    """Return the hex sha256 of a log's event lines (each as parsed: without its line end,
+    surrounding white space or byte-order mark) in file order, or None for a log without
+    events. Blank and unparsable lines do not count. Two files with the same digest hold the
+    same session, whatever their names and line ends."""
+    if not events:
+        return None
+    text = "\n".join(e.raw for e in events)
+    return hashlib.sha256(text.encode("utf-8", "backslashreplace")).hexdigest()
+
+
+def duplicate_sessions(
+    sources: list[LogSource], digests: list[str | None], preset: Preset
+) -> dict[str, str]:
+    """Return ``{copy: kept file}`` (relative paths) for log files that hold the same session
+    as another used file (equal :func:`session_digest`).
+
+    Of each group one file is kept: a file the preset maps explicitly, else the shortest file
+    name (``Bing-p1.ndjson`` rather than ``Bing-p1 (1).ndjson`` or ``Copy-of-Bing-p1.ndjson``),
+    else the first by path. Files the preset excludes are not compared.
+    """
+    mapped = {row["file"] for row in preset.get("participants", {}).get("files", [])}
+    groups: dict[str, list[LogSource]] = {}
+    for src, digest in zip(sources, digests, strict=True):
+        if digest is not None and src.participant_id is not None:
+            groups.setdefault(digest, []).append(src)
+    out: dict[str, str] = {}
+    for group in groups.values():
+        if len(group) < 2:
+            continue
+        keep = min(group, key=lambda s: (s.rel not in mapped, len(s.path.name), s.rel))
+        out |= {s.rel: keep.rel for s in group if s is not keep}
+    return out
+
+
 #: Studies with at least this many log files are read by a pool of worker processes (one per
 #: available CPU, at most 8, or ``NONOLAB_INGEST_WORKERS``; 1 = no pool), each file
 #: independently; smaller ones in this process.
@@ -331,13 +397,22 @@ def _read_source(
     src: Any, by_label: dict[str | None, Puzzle], hash_of: dict[str, str], n_per: int
 ) -> dict[str, Any]:
     """Read and ingest one log file: line counts, types read, its ledger rows (in order) and
-    the participant's rows (``res``, None when the participant or file is excluded)."""
-    events, errors, n_lines = read_log_lines(str(src.path), src.rel)
+    the participant's rows (``res``, None when the participant or file is excluded);
+    ``not_read`` says why a file was not read (not a readable log: no lines counted)."""
+    if not src.read:
+        return _not_read(src, src.reason or "not read")
+    try:
+        events, errors, n_lines = read_log_lines(str(src.path), src.rel)
+    except OSError as exc:  # unreadable (permissions, a folder, an I/O error)
+        return _not_read(src, f"not read: {type(exc).__name__}: {exc.strerror or exc}")
     by_type: Counter[str] = Counter(e.type for e in events)
     for err in errors:
         by_type["(unknown)" if isinstance(err, UnknownEventType) else "(unparsable)"] += 1
     ledger = _Ledger()
+    start = _first(events, "session_start_three")
     out = {
+        "digest": session_digest(events) if src.participant_id is not None else None,
+        "start_key": (start.t.isoformat(), tuple(start.fields["queue"])) if start else None,
         "n_lines": n_lines,
         "n_events": len(events),
         "n_errors": len(errors),
@@ -351,8 +426,28 @@ def _read_source(
     pid = src.participant_id
     for err in errors:
         ledger.add("line", err.source, pid, err.reason)
+    for e in events:
+        if e.note is not None:
+            ledger.add("line", f"{src.rel}:{e.line_no}", pid, e.note, "kept")
     out["res"] = _ingest_participant(src.rel, pid, events, by_label, n_per, ledger, hash_of)
     return out
+
+
+def _not_read(src: LogSource, reason: str) -> dict[str, Any]:
+    """Return the :func:`_read_source` result of a file that is not read: no lines, one
+    file-level ledger row with ``reason``."""
+    ledger = _Ledger()
+    ledger.add("file", src.rel, src.participant_id or Path(src.rel).stem, reason)
+    return {
+        "digest": None,
+        "n_lines": 0,
+        "n_events": 0,
+        "n_errors": 0,
+        "by_type": Counter(),
+        "ledger": ledger.rows,
+        "res": None,
+        "not_read": reason,
+    }
 
 
 def _read_sources(
@@ -502,6 +597,14 @@ def _session_start(
     where = f"{rel}:{ss.line_no}"
     if len(queue) != n_per:
         why = f"session serves {len(queue)} puzzles, the preset expects {n_per}"
+        ledger.add("participant", where, pid, why)
+        return None
+    repeated = sorted({q for q in queue if queue.count(q) > 1}, key=queue.index)
+    if repeated:
+        why = (
+            f"session queue {queue} names puzzle id(s) {repeated} more than once; its attempts "
+            "cannot be told apart"
+        )
         ledger.add("participant", where, pid, why)
         return None
     unknown = [q for q in queue if q not in puzzles]
@@ -883,10 +986,16 @@ def write_ingest(result: IngestResult, out_dir: str | Path, params: dict | None 
     """Write every table as Parquet (CSV too for human-facing ones) plus summary.json.
 
     Each table gets a provenance sidecar (:func:`nonolab.core.tables.write_table` for the
-    human-facing ones, :func:`nonolab.core.tables.write_parquet_table` for the others).
+    human-facing ones, :func:`nonolab.core.tables.write_parquet_table` for the others). Raises
+    :class:`StudyError` when ``out_dir`` is an existing file or cannot be created.
     """
     out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    if out.exists() and not out.is_dir():
+        raise StudyError(f"output folder {out} exists and is not a folder; give another path")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise StudyError(f"cannot create the output folder {out}: {exc.strerror or exc}") from None
     for name, df in result.tables.items():
         if name in HUMAN_TABLES:
             write_table(

@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -68,9 +69,15 @@ class UnknownEventType(LogLineError):
     """A well-formed line whose ``type`` is not in :data:`EVENT_SPECS`."""
 
 
+#: integers a table column can hold (``Int64``); a logged integer outside is refused
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+
+
 def _int(v: Any) -> int:
     if isinstance(v, bool) or not isinstance(v, int):
         raise TypeError(f"expected an integer, got {v!r}")
+    if not INT64_MIN <= v <= INT64_MAX:
+        raise TypeError(f"integer {v} is outside the 64-bit range")
     return v
 
 
@@ -232,6 +239,8 @@ class Event:
     fields: dict[str, Any]
     line_no: int
     raw: str
+    #: what was changed to make the line usable (lone surrogates replaced), else None
+    note: str | None = None
 
 
 _object_new = object.__new__
@@ -287,6 +296,15 @@ def parse_line(text: str | bytes, source: str = "<log>", line_no: int = 0) -> Ev
         raise LogLineError(where, f"not a JSON object ({exc})") from None
     if not isinstance(obj, dict):
         raise LogLineError(where, f"not a JSON object (a {type(obj).__name__})")
+    note = None
+    if ("\\u" in stripped or not stripped.isascii()) and _SURROGATE_HINT.search(stripped):
+        obj, where_fixed = _replace_surrogates(obj)
+        if where_fixed:
+            note = (
+                "lone UTF-16 surrogate(s) in "
+                + ", ".join(where_fixed[:5])
+                + " replaced by U+FFFD; line kept"
+            )
     typ = obj.get("type")
     if not isinstance(typ, str) or not typ:
         raise LogLineError(where, "missing or non-string 'type'")
@@ -296,6 +314,19 @@ def parse_line(text: str | bytes, source: str = "<log>", line_no: int = 0) -> Ev
         t = parse_time(obj["t"])
     except (ValueError, OverflowError) as exc:
         raise LogLineError(where, str(exc)) from None
+    if note is not None:
+        return _with_note(_parse_fields(obj, typ, t, where, line_no, stripped), note)
+    return _parse_fields(obj, typ, t, where, line_no, stripped)
+
+
+def _with_note(e: Event, note: str) -> Event:
+    return Event(e.type, e.t, e.role, e.fields, e.line_no, e.raw, note)
+
+
+def _parse_fields(
+    obj: dict[str, Any], typ: str, t: datetime, where: str, line_no: int, stripped: str
+) -> Event:
+    """Return the event of a parsed line object (its ``type`` and time already checked)."""
     if typ == "move":  # fast path for the commonest line; anything unusual is checked below
         r, c, v = obj.get("r"), obj.get("c"), obj.get("value")
         if type(r) is int and type(c) is int and type(v) is int and r >= 0 and c >= 0:
@@ -323,6 +354,44 @@ def parse_line(text: str | bytes, source: str = "<log>", line_no: int = 0) -> Ev
             except (TypeError, ValueError) as exc:
                 raise LogLineError(where, f"{typ} field {name!r}: {exc}") from None
     return _event(typ, t, spec.role, fields, line_no, stripped)
+
+
+#: a lone surrogate may be in a line: as a ``\\udXXX`` escape, or as a character of a str line
+_SURROGATE_HINT = re.compile(r"\\u[dD][89a-fA-F]|[\ud800-\udfff]")
+_SURROGATE = re.compile(r"[\ud800-\udfff]")
+
+
+def _replace_surrogates(obj: Any, path: str = "") -> tuple[Any, list[str]]:
+    """Return ``obj`` with every lone UTF-16 surrogate in its strings (keys too) replaced by
+    U+FFFD, and the paths (``answers.comments``) of the strings changed. Such a string cannot
+    be written as UTF-8 (CSV, Parquet); JSON escapes of a valid pair decode to one character
+    and are not changed."""
+    if isinstance(obj, str):
+        return (
+            (_SURROGATE.sub("\ufffd", obj), [path or "(value)"])
+            if _SURROGATE.search(obj)
+            else (obj, [])
+        )
+    changed: list[str] = []
+    if isinstance(obj, list):
+        out_list = []
+        for i, v in enumerate(obj):
+            v2, ch = _replace_surrogates(v, f"{path}[{i}]")
+            out_list.append(v2)
+            changed += ch
+        return out_list, changed
+    if isinstance(obj, dict):
+        out_dict = {}
+        for k, v in obj.items():
+            k2 = _SURROGATE.sub("\ufffd", k)
+            sub = f"{path}.{k2}" if path else k2
+            if k2 != k:
+                changed.append(f"key {sub}")
+            v2, ch = _replace_surrogates(v, sub)
+            out_dict[k2] = v2
+            changed += ch
+        return out_dict, changed
+    return obj, changed
 
 
 def _reject_constant(name: str) -> float:

@@ -3,19 +3,25 @@
 A preset is a YAML file under ``config/studies/`` validated against
 ``workflow/schemas/study_preset.schema.yaml`` (a misspelt key is an error). It names the puzzle
 file, the log globs, the coded-themes files, the number of puzzles per session, where published
-outputs are, a fingerprint (sha256 of the puzzle file) and the participant-file mapping as a table:
+outputs are, a fingerprint (the canonical clue hash of each puzzle id in the puzzle file) and the
+participant-file mapping as a table:
 each row maps a log file (path relative to the study folder) to a published participant id, or
 excludes it with a reason. Files matched by the log globs but not listed get the participant id
 of their file stem (``default_participant_id: stem``), unless an ``exclude_globs`` row matches
 them.
 
 ``preset: auto`` picks the preset whose fingerprint matches the study's puzzle file, else
-``default``.
+``default``. The fingerprint compares content, not bytes: ``puzzle_hashes`` maps each puzzle id
+to :func:`nonolab.sat.puzzles.puzzle_hash` of its clues, so a re-saved file (CRLF line ends, other
+spacing or key order) still matches. A preset may instead give ``puzzle_file_sha256`` (the file's
+bytes).
 """
 
 from __future__ import annotations
 
 import fnmatch
+import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -25,6 +31,7 @@ import yaml
 
 from nonolab.core.hashing import file_sha256
 from nonolab.core.paths import workflow_root
+from nonolab.sat.puzzles import PuzzleError, load_study_puzzles
 
 #: the checkout root, or the workflow copy installed with the package (nonolab.core.paths)
 REPO = workflow_root()
@@ -41,13 +48,16 @@ class LogSource:
     """One log file of a study and what the preset says about it.
 
     ``rel`` is the path relative to the study folder (POSIX). ``participant_id`` is the
-    published id, or None when the file is excluded (``reason`` then says why).
+    published id, or None when the file is excluded or not read (``reason`` then says why).
     """
 
     path: Path
     rel: str
     participant_id: str | None
     reason: str | None = None
+    #: False for a file that is listed but not read (``reason`` says why: a dangling link, a
+    #: log-like file the globs do not match, a name that is not UTF-8)
+    read: bool = True
 
 
 @dataclass(frozen=True)
@@ -122,13 +132,35 @@ def resolve_preset(study_dir: str | Path, preset: str = "auto") -> Preset:
         raise StudyError(f"preset {preset!r} is neither a name in {sorted(presets)} nor a file")
     for path in presets.values():
         p = load_preset(path)
-        want = (p.get("fingerprint") or {}).get("puzzle_file_sha256")
-        target = study_dir / p.puzzle_file
-        if want and target.is_file() and file_sha256(target) == want:
+        if fingerprint_matches(p, study_dir / p.puzzle_file):
             return p
     if "default" not in presets:
         raise StudyError(f"no preset matches {study_dir} and there is no default preset")
     return load_preset(presets["default"])
+
+
+def puzzle_file_hashes(path: str | Path) -> dict[str, str] | None:
+    """Return ``{puzzle id: canonical clue hash}`` of a study puzzle file, or None when the
+    file is missing or cannot be read as puzzles (the ingest then reports why)."""
+    try:
+        return {str(p.label): p.hash for p in load_study_puzzles(path)}
+    except (OSError, PuzzleError, ValueError, RecursionError):
+        return None
+
+
+def fingerprint_matches(preset: Preset, puzzle_path: Path) -> bool:
+    """Return True when the preset's fingerprint matches the puzzle file at ``puzzle_path``:
+    the same puzzle ids with the same canonical clue hashes (``puzzle_hashes``), or, for a
+    preset that gives only ``puzzle_file_sha256``, the same bytes. False without a
+    fingerprint or a file."""
+    fp = preset.get("fingerprint") or {}
+    if not puzzle_path.is_file():
+        return False
+    if "puzzle_hashes" in fp:
+        want = {str(k): v for k, v in fp["puzzle_hashes"].items()}
+        return puzzle_file_hashes(puzzle_path) == want
+    want_sha = fp.get("puzzle_file_sha256")
+    return bool(want_sha) and file_sha256(puzzle_path) == want_sha
 
 
 def study_file(study_dir: str | Path, preset: Preset, key: str) -> Path:
@@ -140,7 +172,10 @@ def study_file(study_dir: str | Path, preset: Preset, key: str) -> Path:
 
 
 def log_sources(study_dir: str | Path, preset: Preset) -> list[LogSource]:
-    """Return every log file matched by the preset's globs, each mapped or excluded.
+    """Return every log file matched by the preset's globs, each mapped or excluded, and the
+    files that are not read (``read`` False, with the reason; see :func:`_find_logs`: globs
+    match case-insensitively, a dangling link, a folder or a log-like file no glob matches is
+    listed, not read).
 
     Sorted by relative path. Raises :class:`StudyError` when the study folder does not exist,
     when a mapping row names a file that is not there, or when two files map to the same
@@ -149,11 +184,8 @@ def log_sources(study_dir: str | Path, preset: Preset) -> list[LogSource]:
     study_dir = Path(study_dir)
     if not study_dir.is_dir():
         raise StudyError(f"study folder {study_dir} does not exist")
-    found: dict[str, Path] = {}
-    for pattern in preset.get("log_globs", []):
-        for p in study_dir.glob(pattern):
-            if p.is_file():
-                found[p.relative_to(study_dir).as_posix()] = p
+    globs = list(preset.get("log_globs", []))
+    found, unread = _find_logs(study_dir, globs)
     mapping = {row["file"]: row for row in preset.get("participants", {}).get("files", [])}
     missing = sorted(set(mapping) - set(found))
     if missing:
@@ -162,7 +194,10 @@ def log_sources(study_dir: str | Path, preset: Preset) -> list[LogSource]:
             f"{study_dir}: {missing}"
         )
     excl = preset.get("participants", {}).get("exclude_globs", [])
-    out: list[LogSource] = []
+    out: list[LogSource] = [
+        LogSource(path, rel, None, f"not read: {why}", read=False)
+        for rel, (path, why) in unread.items()
+    ]
     for rel in sorted(found):
         row = mapping.get(rel)
         if row is not None:
@@ -186,4 +221,91 @@ def log_sources(study_dir: str | Path, preset: Preset) -> list[LogSource]:
                 f"{ids[s.participant_id]} and {s.rel}; exclude one in the preset"
             )
         ids[s.participant_id] = s.rel
-    return out
+    return sorted(out, key=lambda s: s.rel)
+
+
+#: file name endings of log-like files: such a file under a glob's folder that no glob matches
+#: is ledgered as not read (compared case-insensitively)
+LOG_SUFFIXES = (".ndjson", ".jsonl", ".json")
+
+
+def _glob_regex(pattern: str) -> re.Pattern[str]:
+    """Return the case-insensitive regex of a path glob relative to the study folder: ``*``
+    and ``?`` stay within one folder, ``**/`` spans any number of folders, ``[...]`` as in
+    :mod:`fnmatch`."""
+    out, i = "", 0
+    while i < len(pattern):
+        if pattern.startswith("**/", i):
+            out, i = out + "(?:.*/)?", i + 3
+        elif pattern.startswith("**", i):
+            out, i = out + ".*", i + 2
+        elif pattern[i] == "*":
+            out, i = out + "[^/]*", i + 1
+        elif pattern[i] == "?":
+            out, i = out + "[^/]", i + 1
+        elif pattern[i] == "[" and "]" in pattern[i + 2 :]:
+            j = pattern.index("]", i + 2)
+            out, i = out + fnmatch.translate(pattern[i : j + 1])[4:-3], j + 1
+        else:
+            out, i = out + re.escape(pattern[i]), i + 1
+    return re.compile(out, re.IGNORECASE | re.DOTALL)
+
+
+def _glob_root(study_dir: Path, pattern: str) -> Path:
+    """Return the folder a glob starts from: its leading parts without wildcards."""
+    parts = []
+    for part in pattern.split("/")[:-1]:
+        if any(ch in part for ch in "*?["):
+            break
+        parts.append(part)
+    return study_dir.joinpath(*parts)
+
+
+def _find_logs(study_dir: Path, globs: list[str]) -> tuple[dict[str, Path], dict[str, tuple]]:
+    """Return ``({rel: path} of the log files to read, {rel: (path, why)} of files not read)``.
+
+    Every file under the folders the globs start from is looked at: a regular file (or a link
+    to one) that a glob matches, compared case-insensitively (``X.NDJSON`` matches
+    ``*.ndjson``), is read. Not read, with the reason: a dangling link or a matched path that
+    is not a regular file, a log-like file (:data:`LOG_SUFFIXES`, e.g. ``.jsonl`` or a log in a
+    sub-folder) that no glob matches, a file whose name is not UTF-8.
+    """
+    regexes = [_glob_regex(g) for g in globs]
+    found: dict[str, Path] = {}
+    unread: dict[str, tuple[Path, str]] = {}
+    roots = sorted({_glob_root(study_dir, g) for g in globs})
+    for root in roots:
+        if not root.is_dir():
+            continue
+        seen = {os.path.realpath(root)}
+        for folder, dirs, files in os.walk(root, followlinks=True):  # as glob, into linked folders
+            real = {d: os.path.realpath(Path(folder) / d) for d in dirs}
+            dirs[:] = sorted(d for d in dirs if real[d] not in seen)  # a link cycle is not walked
+            seen.update(real[d] for d in dirs)
+            for name in [*files, *dirs]:
+                path = Path(folder) / name
+                rel = path.relative_to(study_dir).as_posix()
+                if rel in found or rel in unread:
+                    continue
+                matched = any(r.fullmatch(rel) for r in regexes)
+                if name in dirs and not matched:
+                    continue  # a folder: its files are looked at in turn
+                try:
+                    rel.encode("utf-8")
+                except UnicodeEncodeError:
+                    shown = rel.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+                    if matched or name.lower().endswith(LOG_SUFFIXES):
+                        unread[shown] = (path, "the file name is not UTF-8")
+                    continue
+                if matched and path.is_file():
+                    found[rel] = path
+                elif matched and path.is_symlink() and not path.exists():
+                    unread[rel] = (path, f"dangling symbolic link to {os.readlink(path)}")
+                elif matched:
+                    unread[rel] = (path, "not a regular file")
+                elif name.lower().endswith(LOG_SUFFIXES):
+                    unread[rel] = (
+                        path,
+                        f"a log-like file that no log glob {globs} matches (add a glob to read it)",
+                    )
+    return found, unread

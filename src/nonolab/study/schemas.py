@@ -60,46 +60,75 @@ def coerce_table(df: pd.DataFrame, name: str) -> pd.DataFrame:
     """Return ``df`` with the column order and dtypes its schema declares.
 
     integer -> nullable ``Int64``, number -> ``float64``, boolean -> nullable ``boolean``,
-    string -> ``object`` of str/None, ``format: date-time`` -> ``datetime64[us, UTC]`` (microseconds, as logged).
+    string -> ``object`` of str/None, ``format: date-time`` -> ``datetime64[us, UTC]``
+    (microseconds, as logged). Raises :class:`TableSchemaError` naming the table, the column
+    and the first value it cannot hold (an integer outside 64 bits, text in a number column).
     """
     schema = table_schema(name)
     out = pd.DataFrame(index=df.index)
     for col, prop in schema["properties"].items():
         s = df[col] if col in df else pd.Series([None] * len(df), index=df.index)
-        typ, _ = _types(prop)
-        if prop.get("format") == "date-time":
-            out[col] = pd.to_datetime(s, utc=True).astype("datetime64[us, UTC]")
-        elif typ == "integer":
-            fast = _fast_int(s)
-            out[col] = (
-                fast
-                if fast is not None
-                else pd.array(
-                    [None if v is None or v is pd.NA or v != v else int(v) for v in s],
-                    dtype="Int64",
-                )
-            )
-        elif typ == "number":
-            out[col] = pd.to_numeric(s, errors="raise").astype("float64")
-        elif typ == "boolean" and s.dtype == np.bool_:
-            out[col] = pd.array(s.to_numpy(), dtype="boolean")
-        elif typ == "boolean":
-            out[col] = pd.array(
-                [None if v is None or v is pd.NA or v != v else bool(v) for v in s],
-                dtype="boolean",
-            )
-        elif pd.api.types.infer_dtype(s, skipna=True) in ("string", "empty"):
-            out[col] = s.astype(object).where(s.notna(), None)
-        else:
-            out[col] = pd.Series(
-                [
-                    None if v is None or v is pd.NA or (isinstance(v, float) and v != v) else str(v)
-                    for v in s
-                ],
-                index=df.index,
-                dtype=object,
-            )
+        try:
+            out[col] = _coerce_column(s, prop)
+        except (TypeError, ValueError, OverflowError) as exc:
+            raise TableSchemaError(
+                f"table {name}: column {col}: {_first_bad(s, prop)}{exc}"
+            ) from exc
     return out.reset_index(drop=True)
+
+
+def _first_bad(s: pd.Series, prop: dict[str, Any]) -> str:
+    """Return ``"row i value v: "`` for the first value of ``s`` that its schema type cannot
+    hold (an integer outside 64 bits, a non-number), or "" when none is found."""
+    typ, _ = _types(prop)
+    if typ not in ("integer", "number"):
+        return ""
+    for i, v in enumerate(s):
+        if v is None or v is pd.NA or (isinstance(v, float) and v != v):
+            continue
+        try:
+            ok = float(v) == float(v) and (typ == "number" or -(2**63) <= int(v) < 2**63)
+        except (TypeError, ValueError, OverflowError):
+            ok = False
+        if not ok:
+            return f"row {i} value {v!r}: "
+    return ""
+
+
+def _coerce_column(s: pd.Series, prop: dict[str, Any]) -> Any:
+    """Return one column coerced to the dtype of its schema property (see :func:`coerce_table`)."""
+    typ, _ = _types(prop)
+    if prop.get("format") == "date-time":
+        return pd.to_datetime(s, utc=True).astype("datetime64[us, UTC]")
+    if typ == "integer":
+        fast = _fast_int(s)
+        return (
+            fast
+            if fast is not None
+            else pd.array(
+                [None if v is None or v is pd.NA or v != v else int(v) for v in s],
+                dtype="Int64",
+            )
+        )
+    if typ == "number":
+        return pd.to_numeric(s, errors="raise").astype("float64")
+    if typ == "boolean" and s.dtype == np.bool_:
+        return pd.array(s.to_numpy(), dtype="boolean")
+    if typ == "boolean":
+        return pd.array(
+            [None if v is None or v is pd.NA or v != v else bool(v) for v in s],
+            dtype="boolean",
+        )
+    if pd.api.types.infer_dtype(s, skipna=True) in ("string", "empty"):
+        return s.astype(object).where(s.notna(), None)
+    return pd.Series(
+        [
+            None if v is None or v is pd.NA or (isinstance(v, float) and v != v) else str(v)
+            for v in s
+        ],
+        index=s.index,
+        dtype=object,
+    )
 
 
 def _fast_int(s: pd.Series) -> pd.arrays.IntegerArray | None:
