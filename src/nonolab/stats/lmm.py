@@ -498,7 +498,18 @@ class _Optimum:
 def _reml_optimum(
     c: _Cross, k: int, start: Sequence[float] | None = None, *, reml: bool = True
 ) -> _Optimum:
-    """Minimise :func:`reml_criterion` over ``theta >= 0`` (see :func:`reml_fit_arrays`)."""
+    """Minimise :func:`reml_criterion` over ``theta >= 0`` (see :func:`reml_fit_arrays`).
+
+    Where the criterion cannot be evaluated (relative SDs ~1e10, tried by a line search) it is
+    infinite; the optimiser's finite differences of two infinite values are NaN, which
+    L-BFGS-B handles by backtracking, so numpy's "invalid value" warning for them is not
+    raised.
+    """
+    with np.errstate(invalid="ignore"):
+        return _reml_minimise(c, k, start, reml=reml)
+
+
+def _reml_minimise(c: _Cross, k: int, start: Sequence[float] | None, *, reml: bool) -> _Optimum:
     from scipy.optimize import minimize
 
     def f(t: np.ndarray) -> float:
