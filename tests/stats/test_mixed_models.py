@@ -3,6 +3,8 @@ property tests and determinism. The lme4 cross-check is in tests/test_r_crossche
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -117,14 +119,80 @@ def test_reml_loglik_matches_dense_formula():
 # found by hypothesis: every start of the direct fit stopped at the stationary point
 # var_participant = 0, short of the interior optimum (REML log-likelihood 0.01 lower)
 @example(seed=342, var_p=0.0, var_q=0.03125, keep=1.0)
-def test_statsmodels_and_direct_reml_agree(seed, var_p, var_q, keep):
+def test_fit_is_never_below_statsmodels_reml(seed, var_p, var_q, keep):
+    # statsmodels' MixedLM (one group, the crossed intercepts as variance components) is an
+    # independent implementation of the same REML model: our optimum is never lower.
+    from statsmodels.regression.mixed_linear_model import MixedLM
+
     d = crossed_data(9, 6, var_p, var_q, 1.0, seed=seed, keep=keep)
     fit = lmm.fit_crossed(d, "y ~ x")
-    beta, cov, var, ll = lmm.reml_fit_arrays(fit.endog, fit.exog, lmm._indicator_matrices(fit))
-    # Both are the REML optimum: same log-likelihood, and the reported fit is never worse.
-    assert fit.llf >= ll - 1e-7
-    assert fit.llf == pytest.approx(ll, abs=1e-5)
-    np.testing.assert_allclose(fit.params.to_numpy(), beta, rtol=1e-4, atol=1e-4 * fit.bse.max())
+    sm = MixedLM.from_formula(
+        "y ~ x",
+        data=d.assign(one=1),
+        groups="one",
+        re_formula="0",
+        vc_formula={"p": "0 + C(participant_id)", "q": "0 + C(puzzle_hash)"},
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = sm.fit(reml=True, method=["lbfgs"])
+    assert fit.llf >= res.llf - 1e-7
+    if res.llf > fit.llf - 1e-6:  # statsmodels reached the optimum too: same estimates
+        np.testing.assert_allclose(fit.params.to_numpy(), res.fe_params, rtol=1e-3, atol=1e-3)
+
+
+def test_design_inputs_give_the_same_fit():
+    # Code vectors, dense and sparse indicator matrices are the same design.
+    from scipy import sparse
+
+    d = crossed_data(15, 7, 0.6, 0.9, 1.0, seed=21, keep=0.9)
+    fit = lmm.fit_crossed(d, "y ~ x")
+    codes = [fit.participant_codes, fit.puzzle_codes]
+    dense = lmm._indicator_matrices(fit)
+    ref = lmm.reml_fit_arrays(fit.endog, fit.exog, codes)
+    for Z in (dense, [sparse.csr_matrix(z) for z in dense]):
+        out = lmm.reml_fit_arrays(fit.endog, fit.exog, Z)
+        for a, b in zip(out, ref, strict=True):
+            np.testing.assert_array_equal(a, b)
+    np.testing.assert_allclose(ref[0], fit.params.to_numpy(), rtol=1e-12)
+    assert ref[3] == pytest.approx(fit.llf, abs=1e-12)
+
+
+def dense_criterion(theta, y, X, Z, reml=True):
+    """lme4's profiled REML (ML) deviance from the dense n x n matrix W."""
+    n, p = X.shape
+    W = np.eye(n) + sum(t**2 * z @ z.T for t, z in zip(theta, Z, strict=True))
+    Wi = np.linalg.inv(W)
+    XtWX = X.T @ Wi @ X
+    beta = np.linalg.solve(XtWX, X.T @ Wi @ y)
+    r = y - X @ beta
+    dfr = n - p if reml else n
+    s2 = r @ Wi @ r / dfr
+    crit = np.linalg.slogdet(W)[1] + dfr * (1 + np.log(2 * np.pi * s2))
+    if reml:
+        crit += np.linalg.slogdet(XtWX)[1]
+    return crit, beta, np.linalg.inv(XtWX), s2
+
+
+@pytest.mark.parametrize("reml", [True, False])
+@pytest.mark.parametrize("n_p", [3, 25])
+def test_structured_criterion_equals_dense_formula(reml, n_p):
+    # The Schur-complement evaluation (participants eliminated; with 3 participants the
+    # puzzles are) equals the dense-W formula, also for a general (non-indicator) design.
+    d = crossed_data(n_p, 7, 0.6, 0.9, 1.0, seed=5, keep=0.8)
+    fit = lmm.fit_crossed(d, "y ~ x * m")
+    X, y = fit.exog, fit.endog
+    Z = lmm._indicator_matrices(fit)
+    slope = Z[1] * d.loc[: len(y) - 1, "m"].to_numpy()[:, None]  # a puzzle x m slope design
+    for design in (Z, Z + [slope]):
+        c = lmm._Cross.of(y, X, design)
+        for theta in ([0.5, 1.3, 0.4][: len(design)], [0.0, 2.0, 1.0][: len(design)]):
+            ours = lmm.reml_criterion(theta, c, reml=reml)
+            ref = dense_criterion(theta, y, X, design, reml=reml)
+            assert ours[0] == pytest.approx(ref[0], rel=1e-12)
+            assert lmm._deviance(np.array(theta), c, reml) == pytest.approx(ref[0], rel=1e-12)
+            for a, b in zip(ours[1:], ref[1:], strict=True):
+                np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-12)
 
 
 def test_missing_rows_are_dropped_and_counted():
@@ -229,7 +297,7 @@ def test_bootstrap_is_deterministic_and_detects_a_strong_effect():
 
 
 def test_bootstrap_refit_matches_full_fit_on_observed_data():
-    # The fast refit used by the bootstrap gives the statsmodels z on the observed response.
+    # The warm-started refit used by the bootstrap gives the full fit's z on the observed data.
     d = crossed_data(15, 7, 0.6, 0.9, 1.0, seed=21, keep=0.9)
     fit = lmm.fit_crossed(d, "y ~ x")
     beta, cov, _, _ = lmm.reml_fit_arrays(
@@ -326,3 +394,72 @@ def test_satterthwaite_df_matches_finite_differences(reml):
     )
     ref = 2 * (c @ pieces(t0)[1] @ c) ** 2 / (g @ (2 * np.linalg.inv(H)) @ g)
     assert lmm.satterthwaite_df(fit, "x") == pytest.approx(ref, rel=1e-3)
+
+
+def dense_satterthwaite(fit, c):
+    """The dense-matrix formula of satterthwaite_df (n x n V; exact derivatives)."""
+    X, y = fit.exog, fit.endog
+    dV = [z @ z.T for z in lmm._indicator_matrices(fit)] + [np.eye(len(y))]
+    theta = (fit.var_participant, fit.var_puzzle, fit.var_residual)
+    Vinv = np.linalg.inv(sum(t * d for t, d in zip(theta, dV, strict=True)))
+    VinvX = Vinv @ X
+    Phi = np.linalg.inv(X.T @ VinvX)
+    P = Vinv - VinvX @ Phi @ VinvX.T
+    Py = P @ y
+    Q = P if fit.reml else Vinv
+    QdV = [Q @ d for d in dV]
+    dVPy = [d @ Py for d in dV]
+    H = np.zeros((3, 3))
+    g = np.zeros(3)
+    for i in range(3):
+        g[i] = c @ Phi @ (VinvX.T @ dV[i] @ VinvX) @ Phi @ c
+        for j in range(i, 3):
+            H[i, j] = H[j, i] = -np.sum(QdV[i] * QdV[j].T) + 2 * dVPy[i] @ P @ dVPy[j]
+    return float(2 * (c @ Phi @ c) ** 2 / (g @ (2 * np.linalg.inv(H)) @ g))
+
+
+@pytest.mark.parametrize("reml", [True, False])
+@pytest.mark.parametrize(("n_p", "n_q", "keep"), [(30, 8, 0.6), (40, 5, 1.0), (5, 12, 0.8)])
+def test_satterthwaite_df_equals_dense_formula(reml, n_p, n_q, keep):
+    """The structured (random-effect space) derivatives equal the dense n x n formulas, also
+    when the puzzles are the eliminated factor (more puzzles than participants)."""
+    d = crossed_data(n_p, n_q, 1.0, 0.6, 0.8, seed=n_p, keep=keep)
+    d["y"] += 0.3 * d["x"] * d["m"]
+    fit = lmm.fit_crossed(d, "y ~ x * m", reml=reml)
+    assert not fit.singular
+    names = list(fit.params.index)
+    for t in names:
+        c = np.zeros(len(names))
+        c[names.index(t)] = 1.0
+        assert lmm.satterthwaite_df(fit, t) == pytest.approx(dense_satterthwaite(fit, c), rel=1e-9)
+    c = np.array([0.0, 1.0, 0.0, 0.5])
+    assert lmm.satterthwaite_df(fit, c) == pytest.approx(dense_satterthwaite(fit, c), rel=1e-9)
+
+
+def test_ml_covariance_is_lme4_vcov():
+    # ML fits report lme4's vcov: sigma_ML^2 (X'W^-1X)^-1 at the ML variances.
+    d = crossed_data(20, 6, 0.8, 0.5, 1.0, seed=17, keep=0.8)
+    fit = lmm.fit_crossed(d, "y ~ x", reml=False)
+    Z = lmm._indicator_matrices(fit)
+    theta = np.sqrt(np.array([fit.var_participant, fit.var_puzzle]) / fit.var_residual)
+    crit, beta, inv, s2 = dense_criterion(theta, fit.endog, fit.exog, Z, reml=False)
+    np.testing.assert_allclose(fit.cov_params.to_numpy(), s2 * inv, rtol=1e-9)
+    assert fit.llf == pytest.approx(-crit / 2, abs=1e-9)
+
+
+def test_large_design_is_fitted_without_dense_matrices():
+    # 20,000 participants x 3 of 30 puzzles: a dense participant design would be 60,000 x
+    # 20,000 (9.6 GB); the structured engine fits it and its Satterthwaite df is the puzzle
+    # stratum's 30 - 2 for a puzzle-level covariate.
+    rng = np.random.default_rng(0)
+    n_p, n_q = 20_000, 30
+    p = np.repeat(np.arange(n_p), 3)
+    q = np.concatenate([rng.choice(n_q, 3, replace=False) for _ in range(n_p)])
+    x_q = rng.normal(size=n_q)
+    y = 1 + 0.5 * x_q[q] + rng.normal(size=n_p)[p] + rng.normal(size=n_q)[q]
+    y = y + rng.normal(size=len(p))
+    d = pd.DataFrame({"participant_id": p, "puzzle_hash": q, "x": x_q[q], "y": y})
+    fit = lmm.fit_crossed(d, "y ~ x")
+    assert fit.n_participants == n_p and fit.converged
+    assert abs(fit.var_participant - 1) < 0.1 and abs(fit.var_residual - 1) < 0.1
+    assert lmm.satterthwaite_df(fit, "x") == pytest.approx(n_q - 2, abs=0.05)

@@ -176,15 +176,14 @@ def slope_fit(ratings: pd.DataFrame, n_puzzles: int) -> tuple[float, float, floa
     """Return ``(estimate, se, df, n)`` of the metric slope by direct profiled REML.
 
     Model ``final_difficulty ~ metric_z + (1 | participant_id) + (1 | puzzle_hash)`` fitted with
-    :func:`nonolab.stats.lmm.reml_fit_arrays` (the optimum :func:`~nonolab.stats.lmm.
-    fit_crossed` reports; about 100x faster); ``df = n_puzzles - 2``, the between-puzzle df of a
+    :func:`nonolab.stats.lmm.reml_fit_arrays` (the engine of :func:`~nonolab.stats.lmm.
+    fit_crossed`, without its formula step); ``df = n_puzzles - 2``, the between-puzzle df of a
     puzzle-level covariate (Satterthwaite's df is close to it here; see tests).
     """
     y = ratings["final_difficulty"].to_numpy(dtype=float)
     X = np.column_stack([np.ones(len(y)), ratings["metric_z"].to_numpy(dtype=float)])
     codes = [pd.factorize(ratings[c], sort=True)[0] for c in ("participant_id", "puzzle_hash")]
-    Z = [np.eye(int(k.max()) + 1)[k] for k in codes]
-    beta, cov, _, _ = reml_fit_arrays(y, X, Z)
+    beta, cov, _, _ = reml_fit_arrays(y, X, codes)
     return float(beta[1]), float(math.sqrt(cov[1, 1])), float(n_puzzles - 2), int(len(y))
 
 

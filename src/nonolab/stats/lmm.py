@@ -1,22 +1,25 @@
 """Generic linear mixed model engine: crossed random intercepts (METHODS 9).
 
-Every model here is ``y ~ fixed effects + (1 | participant) + (1 | puzzle)``, fitted by REML with
-statsmodels' ``MixedLM``: one group holding every observation, and the two crossed random
-intercepts as variance components (``vc_formula``). This is the same model as lme4's
-``lmer(y ~ x + (1|participant) + (1|puzzle), REML = TRUE)``; ``tests/stats/test_r_crosscheck.py``
-checks fixed effects, variance components and the REML log-likelihood against lme4.
+Every model here is ``y ~ fixed effects + (1 | participant) + (1 | puzzle)``, fitted by REML
+(lme4's ``lmer(y ~ x + (1|participant) + (1|puzzle), REML = TRUE)``);
+``tests/stats/test_r_crosscheck.py`` checks fixed effects, variance components, the REML
+log-likelihood and the Satterthwaite df against lme4 and lmerTest, ``tests/stats/
+test_mixed_models.py`` against statsmodels' ``MixedLM`` and dense-matrix formulas.
 
-One REML criterion, :func:`reml_criterion` (lme4's profiled REML deviance through the Woodbury
-identity in the random-effect space), serves the direct fit (:func:`reml_fit_arrays`) and the
-lme4-style covariance of :func:`fit_crossed`; :func:`satterthwaite_df` uses the analytic
-derivatives of the same deviance in the variance parameters.
+One REML criterion, :func:`reml_criterion` (lme4's profiled REML deviance), serves the fit
+(:func:`reml_fit_arrays`, :func:`fit_crossed`) and :func:`satterthwaite_df` uses the exact
+derivatives of the same deviance in the variance parameters. Both exploit the design's structure
+instead of dense indicator matrices: the factor with the most levels (participants) has a
+diagonal block in ``Z'Z`` and is eliminated in closed form (a Schur complement), its levels
+grouped by their number of observations, so after one O(observations) pass over the data an
+evaluation costs O(m^3) with m = puzzles + fixed effects + 1, whatever the number of participants.
 
 Public entry points:
 
 * :func:`fit_crossed` -> :class:`CrossedFit` (one model; warnings recorded, never swallowed);
 * :func:`bootstrap_p` (parametric bootstrap p-value of one fixed-effect term under the null);
 * :func:`satterthwaite_df` (Satterthwaite denominator df of a fixed-effect contrast);
-* :func:`reml_fit_arrays` (direct REML fit on arrays: start values, bootstrap refits).
+* :func:`reml_fit_arrays` (direct REML fit on arrays: bootstrap refits, simulations).
 
 The study tables built on it are in :mod:`nonolab.stats.mixed_models`.
 """
@@ -32,7 +35,8 @@ from typing import Any, TypeVar
 
 import numpy as np
 import pandas as pd
-from scipy import stats
+from scipy import sparse, stats
+from scipy.linalg import solve_triangular
 
 _F = TypeVar("_F", bound=Callable[..., Any])
 
@@ -54,10 +58,6 @@ def _single_thread_blas(fn: _F) -> _F:
 
 PARTICIPANT = "participant_id"
 PUZZLE = "puzzle_hash"
-_ONE = "_nonolab_all"
-
-#: Optimisers tried in turn; the fit with the highest (REML) log-likelihood is kept.
-OPTIMISERS: tuple[str, ...] = ("lbfgs", "bfgs", "powell", "nm")
 
 
 @dataclass(frozen=True)
@@ -125,110 +125,64 @@ def fit_crossed(
     participant: str = PARTICIPANT,
     puzzle: str = PUZZLE,
     reml: bool = True,
-    optimisers: Sequence[str] = OPTIMISERS,
+    optimisers: Sequence[str] | None = None,
 ) -> CrossedFit:
     """Fit ``formula`` with crossed random intercepts for ``participant`` and ``puzzle``.
 
     Rows with a missing value in any formula column are dropped (``n`` reports what was used).
-    The optimisers in ``optimisers`` are tried in turn until one converges without warnings;
-    the fit with the highest log-likelihood among those tried is kept, so a local optimum of one
-    optimiser does not decide the result. Warnings of the kept fit are recorded in
-    ``CrossedFit.warnings`` (not silenced). Returns a :class:`CrossedFit`.
+    The fixed-effect design is statsmodels' formula design (``OLS.from_formula``: the same
+    design and term names as ``MixedLM.from_formula``). The fit is the profiled REML (or ML)
+    optimum of :func:`reml_fit_arrays` (several starts and every boundary face, the best kept);
+    ``cov_params`` is lme4's ``vcov``, ``sigma^2 (X'W^-1X)^-1`` at the fitted variances.
+    Warnings raised while building the design, and an optimiser stop at its iteration limit,
+    are recorded in ``CrossedFit.warnings`` (not silenced). ``optimisers`` is accepted for
+    compatibility and ignored (the engine has one optimiser, L-BFGS-B, reported as
+    ``"lbfgs"``). Returns a :class:`CrossedFit`.
     """
-    from statsmodels.regression.mixed_linear_model import MixedLM
+    from statsmodels.regression.linear_model import OLS
 
+    del optimisers
     cols = _formula_columns(formula, data)
     for c in (participant, puzzle):
         if c not in data.columns:
             raise KeyError(f"fit_crossed: column {c!r} not in data")
-    d = data.dropna(subset=cols + [participant, puzzle]).reset_index(drop=True).copy()
+    d = data.dropna(subset=cols + [participant, puzzle]).reset_index(drop=True)
     if len(d) == 0:
         raise ValueError(f"fit_crossed: no complete rows for {formula!r}")
-    d[_ONE] = 1
-    d["_p"] = d[participant].astype(str)
-    d["_q"] = d[puzzle].astype(str)
-    vc = {"participant": "0 + C(_p)", "puzzle": "0 + C(_q)"}
     with warnings.catch_warnings(record=True) as built:
         warnings.simplefilter("always")
-        model = MixedLM.from_formula(formula, data=d, groups=_ONE, re_formula="0", vc_formula=vc)
-    build_msgs = tuple(f"{w.category.__name__}: {w.message}" for w in built)
-    from statsmodels.regression.mixed_linear_model import MixedLMParams
-
+        model = OLS.from_formula(formula, data=d)
+    msgs = tuple(dict.fromkeys(f"{w.category.__name__}: {w.message}" for w in built))
     X = np.asarray(model.exog, dtype=float)
     y = np.asarray(model.endog, dtype=float)
-    p_codes, q_codes = _codes(d["_p"]), _codes(d["_q"])
-    Z = [np.eye(int(k.max()) + 1)[k] for k in (p_codes, q_codes)]
-    vc_names = list(model.exog_vc.names)
-    start = None
-    direct = None
-    if reml:
-        # Start statsmodels at the direct profiled-REML optimum: from its default start,
-        # statsmodels' optimisers can stop at a lower point without any warning.
-        direct = reml_fit_arrays(y, X, Z)
-        rel = {"participant": direct[2][0], "puzzle": direct[2][1]}
-        start = MixedLMParams.from_components(
-            fe_params=direct[0],
-            vcomp=np.array([max(rel[n] / direct[2][2], 1e-6) for n in vc_names]),
-        )
-    best = None
-    for opt in optimisers:
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            try:
-                res = model.fit(reml=reml, method=[opt], start_params=start)
-            except (np.linalg.LinAlgError, ValueError) as exc:
-                caught.append(warnings.WarningMessage(str(exc), RuntimeWarning, "", 0))
-                continue
-        msgs = tuple(dict.fromkeys(f"{w.category.__name__}: {w.message}" for w in caught))
-        cand = (res, opt, msgs)
-        if best is None or res.llf > best[0].llf + 1e-9:
-            best = cand
-        if res.converged and not msgs:
-            break
-    if best is None:
-        raise RuntimeError(f"fit_crossed: every optimiser failed for {formula!r}")
-    res, opt, msgs = best
-    msgs = tuple(dict.fromkeys(build_msgs + msgs))
+    p_codes, q_codes = _codes(d[participant]), _codes(d[puzzle])
+    c = _Cross.of(y, X, [p_codes, q_codes])
+    opt = _reml_optimum(c, 2, reml=reml)
+    if not opt.converged:
+        msgs = msgs + (f"ConvergenceWarning: L-BFGS-B: {opt.message}",)
+    crit, beta, xtwx_inv, scale = reml_criterion(opt.theta, c, reml=reml)
     fe = list(model.exog_names)
-    vcomp = dict(zip(vc_names, np.asarray(res.vcomp, dtype=float), strict=True))
-    cov = pd.DataFrame(np.asarray(res.cov_params())[: len(fe), : len(fe)], index=fe, columns=fe)
-    params = pd.Series(np.asarray(res.fe_params, dtype=float), index=fe)
-    llf, scale, converged = float(res.llf), float(res.scale), bool(res.converged)
-    if direct is not None and direct[3] > llf + 1e-6:
-        # statsmodels stopped below the REML optimum: report the optimum, say so.
-        msgs = msgs + (
-            f"statsmodels ({opt}) stopped {direct[3] - llf:.3g} below the REML optimum; "
-            "estimates are the direct profiled-REML optimum",
-        )
-        opt = "direct-reml"
-        params = pd.Series(direct[0], index=fe)
-        cov = pd.DataFrame(direct[1], index=fe, columns=fe)
-        vcomp = {"participant": float(direct[2][0]), "puzzle": float(direct[2][1])}
-        llf, scale, converged = float(direct[3]), float(direct[2][2]), True
-    if reml:
-        # lme4's vcov: sigma^2 (X' W^-1 X)^-1 at the fitted variances (statsmodels' joint
-        # observed-information inverse differs from it by up to ~1e-3 relative).
-        theta = np.sqrt(np.maximum([vcomp["participant"], vcomp["puzzle"]], 0.0) / scale)
-        xtwx_inv = reml_criterion(theta, _Cross.of(y, X, Z))[2]
-        cov = pd.DataFrame(scale * xtwx_inv, index=fe, columns=fe)
+    params = pd.Series(beta, index=fe)
+    cov = pd.DataFrame(scale * xtwx_inv, index=fe, columns=fe)
     bse = pd.Series(np.sqrt(np.diag(cov.to_numpy())), index=fe)
     pvals = pd.Series(2 * stats.norm.sf(np.abs(params / bse)), index=fe)
+    var_p, var_q = opt.theta**2 * scale
     return CrossedFit(
         formula=formula,
         reml=reml,
         n=len(d),
-        n_participants=int(d["_p"].nunique()),
-        n_puzzles=int(d["_q"].nunique()),
+        n_participants=int(p_codes.max()) + 1,
+        n_puzzles=int(q_codes.max()) + 1,
         params=params,
         bse=bse,
         pvalues=pvals,
         cov_params=cov,
-        var_participant=float(vcomp["participant"]),
-        var_puzzle=float(vcomp["puzzle"]),
-        var_residual=scale,
-        llf=llf,
-        converged=converged,
-        optimiser=opt,
+        var_participant=float(var_p),
+        var_puzzle=float(var_q),
+        var_residual=float(scale),
+        llf=-crit / 2,
+        converged=opt.converged,
+        optimiser="lbfgs",
         warnings=msgs,
         exog=X,
         participant_codes=p_codes,
@@ -296,8 +250,8 @@ def bootstrap_p(
     The null model ``y ~ null_rhs`` (crossed random intercepts, REML) is fitted; ``n_boot``
     responses are simulated from it (``numpy.random.default_rng(seed)``) and the full model is
     refitted to each; the statistic is the Wald z of ``term``. Deterministic for a given seed.
-    Refits use :func:`reml_fit_arrays` (the same REML model as statsmodels, without its
-    per-fit formula and optimiser overhead, started at the observed fit's relative SDs).
+    Refits use :func:`reml_fit_arrays` (the engine of :func:`fit_crossed` without its formula
+    step, started at the observed fit's relative SDs).
     ``progress(i, n_boot)`` is called after each refit. Returns a :class:`BootstrapResult`.
     """
     cols = _formula_columns(f"{y} ~ {rhs}", data)
@@ -311,7 +265,7 @@ def bootstrap_p(
     if full.exog is None:
         raise ValueError("bootstrap_p: full fit lacks its design matrix")
     X = full.exog
-    Z = _indicator_matrices(full)
+    Z = _codes_of(full)
     j = list(full.params.index).index(term)
     start = _relative_sd(full)
     for i in range(n_boot):
@@ -340,95 +294,231 @@ def _relative_sd(fit: CrossedFit) -> np.ndarray:
 
 @dataclass(frozen=True)
 class _Cross:
-    """Cross-products of a crossed design, so REML evaluations cost O(levels^3), not O(n^3)."""
+    """Sufficient statistics of a crossed design, so that a REML evaluation costs
+    O(distinct level sizes x m^2 + m^3) with m = (levels of the non-eliminated factors) + p + 1,
+    independent of the number of observations and of the eliminated factor's levels.
+
+    One intercept factor (the one with the most levels; ``e``) is eliminated: its block of
+    ``Z'Z`` is diagonal, so it is removed by a Schur complement. ``R = [Z_rest, X, y]``;
+    ``RtR = R'R``; ``G[k] = sum of s_i s_i'`` over the eliminated levels ``i`` with
+    ``counts[k]`` observations (``mult[k]`` levels), ``s_i`` = the sum of the rows of ``R`` in
+    level ``i``. ``rest`` lists ``(factor, first, stop)`` column ranges of ``Z_rest`` in ``R``.
+    """
 
     n: int
     p: int
     sizes: tuple[int, ...]
-    ZtZ: np.ndarray
-    ZtX: np.ndarray
-    Zty: np.ndarray
-    XtX: np.ndarray
-    Xty: np.ndarray
-    yty: float
+    e: int | None
+    rest: tuple[tuple[int, int, int], ...]
+    counts: np.ndarray
+    mult: np.ndarray
+    G: np.ndarray
+    RtR: np.ndarray
+    col_factor: np.ndarray = field(repr=False)
+
+    @property
+    def qr(self) -> int:
+        """Number of random-effect columns outside the eliminated factor."""
+        return self.rest[-1][2] if self.rest else 0
 
     @classmethod
-    def of(cls, y: np.ndarray, X: np.ndarray, Z: Sequence[np.ndarray]) -> _Cross:
-        Zc = np.hstack(list(Z))
-        return cls(
-            n=len(y),
-            p=X.shape[1],
-            sizes=tuple(z.shape[1] for z in Z),
-            ZtZ=Zc.T @ Zc,
-            ZtX=Zc.T @ X,
-            Zty=Zc.T @ y,
-            XtX=X.T @ X,
-            Xty=X.T @ y,
-            yty=float(y @ y),
+    def of(cls, y: np.ndarray, X: np.ndarray, Z: Sequence[np.ndarray | Any]) -> _Cross:
+        """Build from the response, the fixed-effect design and the random-effect designs.
+
+        Each ``Z[k]`` is an integer code vector (level of every observation: an intercept
+        factor), a dense or scipy.sparse indicator matrix (read as codes) or any other dense or
+        sparse design (a general factor, kept in ``Z_rest``).
+        """
+        y = np.asarray(y, dtype=float)
+        X = np.asarray(X, dtype=float)
+        n, p = X.shape
+        blocks: list[Any] = []
+        codes: list[np.ndarray | None] = []
+        for z in Z:
+            k, mat = _as_factor(z, n)
+            codes.append(k)
+            blocks.append(mat)
+        sizes = tuple(int(b.shape[1]) for b in blocks)
+        ind = [j for j, k in enumerate(codes) if k is not None]
+        e = max(ind, key=lambda j: (sizes[j], -j)) if ind else None
+        rest_idx = [j for j in range(len(blocks)) if j != e]
+        rest, pos = [], 0
+        for j in rest_idx:
+            rest.append((j, pos, pos + sizes[j]))
+            pos += sizes[j]
+        R = sparse.hstack(
+            [blocks[j] for j in rest_idx] + [sparse.csr_matrix(X), sparse.csr_matrix(y[:, None])],
+            format="csr",
         )
+        RtR = np.asarray((R.T @ R).todense())
+        m = R.shape[1]
+        if e is not None:
+            ke = codes[e]
+            assert ke is not None
+            Ze = blocks[e]
+            S = np.asarray((Ze.T @ R).todense())
+            per_level = np.bincount(ke, minlength=sizes[e])
+            counts, inv = np.unique(per_level, return_inverse=True)
+            G = np.zeros((len(counts), m, m))
+            for g in range(len(counts)):
+                Sg = S[inv == g]
+                G[g] = Sg.T @ Sg
+            mult = np.bincount(inv, minlength=len(counts)).astype(float)
+        else:
+            counts, mult, G = np.zeros(0), np.zeros(0), np.zeros((0, m, m))
+        return cls(
+            n=n,
+            p=p,
+            sizes=sizes,
+            e=e,
+            rest=tuple(rest),
+            counts=counts.astype(float),
+            mult=mult,
+            G=G,
+            RtR=RtR,
+            col_factor=np.concatenate(
+                [np.full(b - a, j) for j, a, b in rest] + [np.zeros(0, dtype=int)]
+            ).astype(np.intp),
+        )
+
+    def gram(self, w: np.ndarray) -> np.ndarray:
+        """Return ``sum_i w(n_i) s_i s_i'`` over the eliminated levels (``w`` per count)."""
+        K, m = self.G.shape[:2]
+        return (w @ self.G.reshape(K, m * m)).reshape(m, m)
+
+    def scaled(self, theta: np.ndarray) -> tuple[np.ndarray, float]:
+        """Return ``(Lambda R' W_e^-1 R Lambda + I_rest, log|W_e|)`` at relative SDs ``theta``.
+
+        ``W_e = I + theta_e^2 Z_e Z_e'`` is the eliminated factor's part of ``W``; ``Lambda``
+        scales the rest's columns by their ``theta`` (1 for ``X`` and ``y``) and ``I_rest``
+        adds 1 to the rest's diagonal: the matrix whose Cholesky factor gives the criterion.
+        """
+        if self.e is not None:
+            te2 = theta[self.e] ** 2
+            C = self.RtR - self.gram(te2 / (1.0 + te2 * self.counts))
+            logdet = float(self.mult @ np.log1p(te2 * self.counts))
+        else:
+            C, logdet = self.RtR.copy(), 0.0
+        qr = self.qr
+        if qr:
+            lam = theta[self.col_factor]
+            C[:qr, :] *= lam[:, None]
+            C[:, :qr] *= lam[None, :]
+            C[np.diag_indices(qr)] += 1.0
+        return C, logdet
+
+
+def _deviance(theta: np.ndarray, c: _Cross, reml: bool) -> float:
+    """Return the criterion of :func:`reml_criterion` alone (one Cholesky factor of the
+    augmented ``[Z_rest, X, y]`` system: its diagonal gives ``log|W|``, ``log|X'W^-1X|`` and,
+    squared in the last entry, the residual sum of squares)."""
+    C, logdet = c.scaled(np.asarray(theta, dtype=float))
+    L = np.linalg.cholesky(C)
+    d = np.diag(L)
+    qr, p = c.qr, c.p
+    rss = d[-1] ** 2
+    dfr = c.n - p if reml else c.n
+    if not rss > 0:
+        raise FloatingPointError("non-positive residual variance in REML evaluation")
+    logd = np.log(d[:-1])
+    crit = logdet + 2 * logd[:qr].sum() + dfr * (1 + np.log(2 * np.pi * rss / dfr))
+    if reml:
+        crit += 2 * logd[qr:].sum()
+    return float(crit)
+
+
+def _as_factor(z: Any, n: int) -> tuple[np.ndarray | None, Any]:
+    """Return ``(codes or None, CSR design)`` of one random-effect design (see ``_Cross.of``)."""
+    if sparse.issparse(z):
+        mat = sparse.csr_matrix(z, dtype=float)
+    else:
+        a = np.asarray(z)
+        if a.ndim == 1:
+            if len(a) != n or not np.issubdtype(a.dtype, np.integer) or (a < 0).any():
+                raise ValueError("a code vector must hold one non-negative integer per row")
+            levels = int(a.max()) + 1 if len(a) else 0
+            mat = sparse.csr_matrix((np.ones(n), (np.arange(n), a)), shape=(n, levels))
+            return a.astype(np.intp), mat
+        mat = sparse.csr_matrix(np.asarray(a, dtype=float))
+    if mat.shape[0] != n:
+        raise ValueError("a random-effect design must have one row per observation")
+    ones_per_row = np.diff(mat.indptr) == 1
+    if ones_per_row.all() and np.all(mat.data == 1.0):
+        return mat.indices.astype(np.intp), mat
+    return None, mat
 
 
 def reml_criterion(
-    theta: np.ndarray | Sequence[float], c: _Cross
+    theta: np.ndarray | Sequence[float], c: _Cross, *, reml: bool = True
 ) -> tuple[float, np.ndarray, np.ndarray, float]:
     """Return ``(REML criterion, beta, (X'W^-1X)^-1, sigma^2)`` at relative SDs ``theta``.
 
     ``W = I + sum theta_k^2 Z_k Z_k'`` (so ``V = sigma^2 W``); the criterion is lme4's REML
     deviance ``log|W| + log|X'W^-1X| + (n-p)(1 + log(2 pi sigma^2))`` with ``sigma^2 =
-    r'W^-1r / (n-p)`` profiled out (squared outcome units), computed through the Woodbury
-    identity in the random-effect space. ``beta`` is the GLS estimate (outcome units); its
-    covariance is ``sigma^2 (X'W^-1X)^-1``.
+    r'W^-1r / (n-p)`` profiled out (squared outcome units); with ``reml=False`` lme4's ML
+    deviance ``log|W| + n(1 + log(2 pi sigma^2))``, ``sigma^2 = r'W^-1r / n``. Computed in the
+    random-effect space: the eliminated factor's diagonal block by its closed form
+    (``log|W|`` gains ``sum_i log(1 + theta_e^2 n_i)``), the rest by a dense Cholesky factor of
+    the Schur complement ``I + Lambda Z_rest' W_e^-1 Z_rest Lambda``. ``beta`` is the GLS
+    estimate (outcome units); its covariance is ``sigma^2 (X'W^-1X)^-1``.
     """
-    lam = np.repeat(np.asarray(theta, dtype=float), c.sizes)
-    M = np.eye(len(lam)) + lam[:, None] * c.ZtZ * lam[None, :]
-    L = np.linalg.cholesky(M)
-    A = np.linalg.solve(L, lam[:, None] * c.ZtX)
-    b = np.linalg.solve(L, lam * c.Zty)
-    XtWX = c.XtX - A.T @ A
-    XtWy = c.Xty - A.T @ b
-    ytWy = c.yty - float(b @ b)
+    theta = np.asarray(theta, dtype=float)
+    qr, p = c.qr, c.p
+    C, logdet = c.scaled(theta)
+    if qr:
+        L = np.linalg.cholesky(C[:qr, :qr])
+        A = solve_triangular(L, C[:qr, qr:], lower=True, check_finite=False)
+        Cxy = C[qr:, qr:] - A.T @ A
+        logdet += 2 * np.log(np.diag(L)).sum()
+    else:
+        Cxy = C[qr:, qr:]
+    XtWX, XtWy, ytWy = Cxy[:p, :p], Cxy[:p, p], float(Cxy[p, p])
     beta = np.linalg.solve(XtWX, XtWy)
     rss = ytWy - float(beta @ XtWy)
-    dfr = c.n - c.p
+    dfr = c.n - c.p if reml else c.n
     s2 = rss / dfr
     if not s2 > 0:
         raise FloatingPointError("non-positive residual variance in REML evaluation")
-    crit = (
-        2 * np.log(np.diag(L)).sum()
-        + np.linalg.slogdet(XtWX)[1]
-        + dfr * (1 + np.log(2 * np.pi * s2))
-    )
+    crit = logdet + dfr * (1 + np.log(2 * np.pi * s2))
+    if reml:
+        crit += np.linalg.slogdet(XtWX)[1]
     return float(crit), beta, np.linalg.inv(XtWX), s2
 
 
-@_single_thread_blas
-def reml_fit_arrays(
-    y: np.ndarray,
-    X: np.ndarray,
-    Z: Sequence[np.ndarray],
-    start: Sequence[float] | None = None,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
-    """REML fit of ``y = X beta + sum Z_k u_k + e`` with independent random intercepts.
+@dataclass(frozen=True)
+class _Optimum:
+    """The kept optimum of :func:`_reml_optimum`: relative SDs, criterion, convergence."""
 
-    A compact direct implementation: the REML criterion profiled over the residual variance
-    (lme4's parametrisation, relative SDs ``theta >= 0``), minimised by bounded L-BFGS-B from
-    several starts plus each boundary face (one variance fixed at 0); the best is kept, and a
-    relative SD that ends at 0 is restarted from 0.3 and 1.0 (0 is a stationary point in
-    theta, so the optimiser can stop there short of a better interior optimum). With a
-    warm ``start`` (bootstrap refits) only that start is used, and a boundary face only when
-    the optimum's relative SD for it is below 0.2. Used for
-    start values of :func:`fit_crossed` and for the bootstrap refits; tests check it against
-    statsmodels and lme4. Returns ``(beta, cov_beta, variances, reml_loglik)`` with
-    ``variances`` = (var_1, ..., var_k, var_residual) in squared outcome units.
+    theta: np.ndarray
+    crit: float
+    converged: bool
+    message: str
+
+
+def _reml_optimum(
+    c: _Cross, k: int, start: Sequence[float] | None = None, *, reml: bool = True
+) -> _Optimum:
+    """Minimise :func:`reml_criterion` over ``theta >= 0`` (see :func:`reml_fit_arrays`).
+
+    Where the criterion cannot be evaluated (relative SDs ~1e10, tried by a line search) it is
+    infinite; the optimiser's finite differences of two infinite values are NaN, which
+    L-BFGS-B handles by backtracking, so numpy's "invalid value" warning for them is not
+    raised.
     """
-    from scipy.optimize import minimize
+    with np.errstate(invalid="ignore"):
+        return _reml_minimise(c, k, start, reml=reml)
 
-    c = _Cross.of(np.asarray(y, float), np.asarray(X, float), Z)
-    k = len(Z)
+
+def _reml_minimise(c: _Cross, k: int, start: Sequence[float] | None, *, reml: bool) -> _Optimum:
+    from scipy.optimize import minimize
 
     def f(t: np.ndarray) -> float:
         try:
-            return reml_criterion(t, c)[0]
+            return _deviance(t, c, reml)
+        except (np.linalg.LinAlgError, FloatingPointError):
+            pass
+        try:  # far out (relative SDs ~1e6) the one-factor form can lose definiteness
+            return reml_criterion(t, c, reml=reml)[0]
         except (np.linalg.LinAlgError, FloatingPointError):
             return np.inf
 
@@ -437,11 +527,12 @@ def reml_fit_arrays(
     else:
         starts = [np.ones(k), np.full(k, 0.3), np.full(k, 3.0)]
     opts = {"ftol": 1e-14, "gtol": 1e-10, "maxiter": 2000}
-    best_t, best_f = None, np.inf
+    best_t, best_f, best_status, best_msg = None, np.inf, 0, ""
     for x0 in starts:
         res = minimize(f, x0, method="L-BFGS-B", bounds=[(0.0, None)] * k, options=opts)
         if res.fun < best_f - 1e-12:
             best_t, best_f = np.asarray(res.x, dtype=float), float(res.fun)
+            best_status, best_msg = int(res.status), str(res.message)
     assert best_t is not None
     for j in range(k):  # boundary faces: variance j fixed at zero
         if start is not None and best_t[j] > 0.2:
@@ -457,12 +548,13 @@ def reml_fit_arrays(
         if free:
             res = minimize(g, x0, method="L-BFGS-B", bounds=[(0.0, None)] * len(free), options=opts)
             tf, fv = np.asarray(res.x, dtype=float), float(res.fun)
+            status, msg = int(res.status), str(res.message)
         else:
-            tf, fv = np.zeros(0), g(np.zeros(0))
+            tf, fv, status, msg = np.zeros(0), g(np.zeros(0)), 0, ""
         if fv < best_f - 1e-10:
             best_t = np.zeros(k)
             best_t[free] = tf
-            best_f = fv
+            best_f, best_status, best_msg = fv, status, msg
     if not np.isfinite(best_f):
         raise FloatingPointError("REML fit failed at every start")
     # A relative SD of exactly 0 is a stationary point of the criterion in theta (the variance
@@ -477,8 +569,78 @@ def reml_fit_arrays(
             res = minimize(f, x0, method="L-BFGS-B", bounds=[(0.0, None)] * k, options=opts)
             if float(res.fun) < best_f - 1e-10:
                 best_t, best_f = np.asarray(res.x, dtype=float), float(res.fun)
-    crit, beta, xtwx_inv, s2 = reml_criterion(best_t, c)
-    variances = np.append(best_t**2 * s2, s2)
+                best_status, best_msg = int(res.status), str(res.message)
+    best_t, best_f = _newton_polish(c, best_t, best_f, f, reml)
+    # status 1: iteration or evaluation limit; 2 (line search cannot improve at working
+    # precision) is the usual stop of finite-difference gradients at an optimum.
+    return _Optimum(best_t, best_f, best_status != 1, best_msg)
+
+
+def _newton_polish(
+    c: _Cross, theta: np.ndarray, crit: float, f: Callable[[np.ndarray], float], reml: bool
+) -> tuple[np.ndarray, float]:
+    """Return ``(theta, criterion)`` after Newton steps on the deviance in the variances.
+
+    L-BFGS-B with finite-difference gradients stops where the criterion is flat to its
+    rounding (relative variance errors ~1e-6). From there, Newton steps with the exact gradient
+    and Hessian of :func:`_variance_derivatives` reach the interior optimum to ~1e-10 (scaled
+    gradient below 1e-9). A step is kept only if every variance stays positive and the
+    criterion does not rise beyond rounding; boundary optima (a relative SD below 1e-4) are
+    left as they are.
+    """
+    if c.e is None or np.any(theta <= 1e-4):
+        return theta, crit
+    s2 = reml_criterion(theta, c, reml=reml)[3]
+    v = np.append(theta**2 * s2, s2)
+    zero = np.zeros(c.p)
+    for _ in range(4):
+        try:
+            _, _, H, grad = _variance_derivatives(c, v[:-1], v[-1], zero, reml=reml)
+            if np.max(np.abs(grad * v)) < 1e-9:
+                break
+            v_new = v - np.linalg.solve(H, grad)
+        except np.linalg.LinAlgError:
+            break
+        if not np.all(v_new > 0):
+            break
+        t_new = np.sqrt(v_new[:-1] / v_new[-1])
+        f_new = f(t_new)
+        if not f_new <= crit + 1e-9:
+            break
+        # the profiled criterion's residual variance at t_new (a Newton step leaves it off)
+        s2 = reml_criterion(t_new, c, reml=reml)[3]
+        theta, crit, v = t_new, f_new, np.append(t_new**2 * s2, s2)
+    return theta, crit
+
+
+@_single_thread_blas
+def reml_fit_arrays(
+    y: np.ndarray,
+    X: np.ndarray,
+    Z: Sequence[np.ndarray | Any],
+    start: Sequence[float] | None = None,
+    *,
+    reml: bool = True,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
+    """REML fit of ``y = X beta + sum Z_k u_k + e`` with independent random intercepts.
+
+    ``Z[k]`` is a code vector (level of every observation) or an indicator matrix (dense or
+    scipy.sparse; any other design is taken as given). The REML criterion profiled over the
+    residual variance (:func:`reml_criterion`, lme4's parametrisation, relative SDs
+    ``theta >= 0``) is minimised by bounded L-BFGS-B from several starts plus each boundary face
+    (one variance fixed at 0); the best is kept, and a relative SD that ends at 0 is restarted
+    from 0.3 and 1.0 (0 is a stationary point in theta, so the optimiser can stop there short of
+    a better interior optimum). With a warm ``start`` (bootstrap refits) only that start is
+    used, and a boundary face only when the optimum's relative SD for it is below 0.2. The
+    engine of :func:`fit_crossed` and of the bootstrap refits; tests check it against
+    statsmodels and lme4. ``reml=False``: maximum likelihood. Returns ``(beta, cov_beta,
+    variances, loglik)`` with ``variances`` = (var_1, ..., var_k, var_residual) in squared
+    outcome units and ``loglik`` the REML (or ML) log-likelihood on lme4's scale.
+    """
+    c = _Cross.of(y, X, Z)
+    opt = _reml_optimum(c, len(Z), start, reml=reml)
+    crit, beta, xtwx_inv, s2 = reml_criterion(opt.theta, c, reml=reml)
+    variances = np.append(opt.theta**2 * s2, s2)
     return beta, s2 * xtwx_inv, variances, -crit / 2
 
 
@@ -489,40 +651,146 @@ def satterthwaite_df(fit: CrossedFit, contrast: Sequence[float] | str) -> float:
     ``contrast`` is a term name or a vector over the fixed effects. As in lmerTest:
     ``df = 2 (c' Phi c)^2 / (g' A g)``, where ``Phi = (X' V^-1 X)^-1``, ``g`` its gradient in the
     variance parameters ``theta`` = (participant, puzzle, residual variance) and ``A = 2 H^-1``
-    with ``H`` the Hessian of the REML (or ML) deviance at the fit. ``g`` and ``H`` are the
-    analytic derivatives of the deviance minimised by :func:`reml_criterion` (``V`` is linear
-    in ``theta``; with ``P = V^-1 - V^-1 X Phi X' V^-1`` and ``V_i = dV/dtheta_i``:
-    ``dPhi/dtheta_i = Phi X'V^-1 V_i V^-1 X Phi`` and ``H_ij = -tr(Q V_i Q V_j) + 2 y'P V_i P
-    V_j P y`` with ``Q = P`` for REML, ``V^-1`` for ML). NaN when a variance is on the boundary
-    (the Hessian is then not informative).
+    with ``H`` the Hessian of the REML (or ML) deviance at the fit. ``g`` and ``H`` are exact:
+    with ``V_i = dV/dtheta_i``, ``P = V^-1 - V^-1 X Phi X' V^-1``, ``g_i = c'Phi X'V^-1 V_i
+    V^-1 X Phi c`` and ``H_ij = -tr(Q V_i Q V_j) + 2 y'P V_i P V_j P y`` (``Q = P`` for REML,
+    ``V^-1`` for ML), evaluated in the random-effect space (:func:`_variance_derivatives`)
+    without any n x n matrix. NaN when a variance is on the boundary (the Hessian is then not
+    informative).
     """
     if fit.exog is None or fit.endog is None:
         raise ValueError("satterthwaite_df needs a fit made by fit_crossed")
     names = list(fit.params.index)
     if isinstance(contrast, str):
-        c = np.zeros(len(names))
-        c[names.index(contrast)] = 1.0
+        cvec = np.zeros(len(names))
+        cvec[names.index(contrast)] = 1.0
     else:
-        c = np.asarray(contrast, dtype=float)
+        cvec = np.asarray(contrast, dtype=float)
     if fit.singular:
         return float("nan")
-    X, y = fit.exog, fit.endog
-    dV = [z @ z.T for z in _indicator_matrices(fit)] + [np.eye(len(y))]
-    theta = (fit.var_participant, fit.var_puzzle, fit.var_residual)
-    Vinv = np.linalg.inv(sum(t * d for t, d in zip(theta, dV, strict=True)))
-    VinvX = Vinv @ X
-    Phi = np.linalg.inv(X.T @ VinvX)
-    P = Vinv - VinvX @ Phi @ VinvX.T
-    Py = P @ y
-    Q = P if fit.reml else Vinv
-    QdV = [Q @ d for d in dV]
-    dVPy = [d @ Py for d in dV]
-    k = len(dV)
-    H = np.zeros((k, k))
-    g = np.zeros(k)
-    for i in range(k):
-        g[i] = c @ Phi @ (VinvX.T @ dV[i] @ VinvX) @ Phi @ c
-        for j in range(i, k):
-            H[i, j] = H[j, i] = -np.sum(QdV[i] * QdV[j].T) + 2 * dVPy[i] @ P @ dVPy[j]
+    c = _Cross.of(fit.endog, fit.exog, _codes_of(fit))
+    tau = np.array([fit.var_participant, fit.var_puzzle])
+    phi_cc, g, H, _ = _variance_derivatives(c, tau, fit.var_residual, cvec, reml=fit.reml)
     A = 2 * np.linalg.inv(H)
-    return float(2 * (c @ Phi @ c) ** 2 / (g @ A @ g))
+    return float(2 * phi_cc**2 / (g @ A @ g))
+
+
+def _codes_of(fit: CrossedFit) -> list[np.ndarray]:
+    if fit.participant_codes is None or fit.puzzle_codes is None:
+        raise ValueError("needs a fit made by fit_crossed")
+    return [fit.participant_codes, fit.puzzle_codes]
+
+
+def _variance_derivatives(
+    c: _Cross, tau: np.ndarray, s2: float, cvec: np.ndarray, *, reml: bool = True
+) -> tuple[float, np.ndarray, np.ndarray, np.ndarray]:
+    """Return ``(c'Phi c, g, H, grad)`` at variances ``(tau, s2)``: ``g`` and ``H`` of
+    :func:`satterthwaite_df`, ``grad`` the gradient of the deviance (``tr(Q V_i) - y'P V_i P
+    y``; zero at an interior optimum).
+
+    Order of ``g``/``H``: the factors of ``c`` in their order, then the residual variance.
+    With ``D`` the random-effect variances and ``M = Z'Z + s2 D^-1`` (the mixed-model
+    equations), ``Z'V^-1Z = D^-1 - s2 D^-1 M^-1 D^-1``, ``Z'V^-1X = D^-1 M^-1 Z'X`` and
+    ``Z'Py = D^-1 M^-1 Z'r``; ``M^-1`` comes from the Schur complement of the eliminated
+    factor's diagonal block, so every ``Z_k' Q Z_l`` is a diagonal plus a low-rank matrix
+    whose traces reduce to ``m x m`` products with the level sums of :class:`_Cross`. Terms in
+    the residual variance follow from ``sum_i theta_i V_i = V`` (``Q V Q = Q``): e.g.
+    ``tr(Q V_i Q) = (tr(Q V_i) - sum_k theta_k tr(Q V_i Q V_k)) / s2``.
+    """
+    if c.e is None:
+        raise ValueError("needs an intercept factor to eliminate")
+    qr, p, n = c.qr, c.p, c.n
+    rr, xx, yy = slice(0, qr), slice(qr, qr + p), qr + p
+    te = tau[c.e]
+    delta = c.counts + s2 / te
+    Omega = c.RtR - c.gram(1.0 / delta)
+    dr = np.concatenate([np.full(b - a, tau[j]) for j, a, b in c.rest]) if qr else np.zeros(0)
+    S = Omega[rr, rr] + np.diag(s2 / dr)
+    Si = np.linalg.inv(S)
+    Hx, Hy = Omega[rr, xx], Omega[rr, yy]
+    Phi = np.linalg.inv((Omega[xx, xx] - Hx.T @ Si @ Hx) / s2)
+    beta = Phi @ ((Omega[xx, yy] - Hx.T @ Si @ Hy) / s2)
+    Hr = Hy - Hx @ beta
+    v = np.append(-beta, 1.0)
+    yPy = (v @ Omega[qr:, qr:] @ v - Hr @ Si @ Hr) / s2
+    # Participant-side (eliminated) rows are diag(w) s_i' C: coefficient matrices over s_i.
+    m = qr + p + 1
+    Cl = np.zeros((m, qr + p))
+    Cl[rr, :qr] = -np.eye(qr)
+    Cl[rr, qr:] = -Si @ Hx
+    Cl[xx, qr:] = np.eye(p)
+    cr = np.concatenate([-Si @ Hr, -beta, [1.0]])
+    phi2 = 1.0 / (te * delta) ** 2
+    E_e = 1.0 / te - s2 / (te**2 * delta)
+    G_phi2, G_ephi2 = c.gram(phi2), c.gram(E_e * phi2)
+    # Per factor: Gram L_k'L_k, L_k'E_k L_k, sum E, sum E^2, L_k'rho_k, sum E rho^2, |rho|^2.
+    Lr = np.hstack([np.eye(qr), Si @ Hx]) / dr[:, None] if qr else np.zeros((0, qr + p))
+    rho_r = (Si @ Hr) / dr if qr else np.zeros(0)
+    order = [c.e] + [j for j, _, _ in c.rest]
+    pieces = {
+        c.e: (
+            Cl.T @ G_phi2 @ Cl,
+            Cl.T @ G_ephi2 @ Cl,
+            float(c.mult @ E_e),
+            float(c.mult @ E_e**2),
+            Cl.T @ G_phi2 @ cr,
+            float(cr @ G_ephi2 @ cr),
+            float(cr @ G_phi2 @ cr),
+        )
+    }
+    for j, a, b in c.rest:
+        Lj, rj = Lr[a:b], rho_r[a:b]
+        gam = Lj.T @ Lj
+        pieces[j] = (
+            gam,
+            gam / tau[j],
+            (b - a) / tau[j],
+            (b - a) / tau[j] ** 2,
+            Lj.T @ rj,
+            float(rj @ rj) / tau[j],
+            float(rj @ rj),
+        )
+    KP = np.zeros((qr + p, qr + p))
+    KP[:qr, :qr] = -s2 * Si
+    KP[qr:, qr:] = -Phi
+    KQ = KP.copy()
+    if not reml:
+        KQ[qr:, qr:] = 0.0
+    k = len(order)
+    tr = np.array([pieces[j][2] + np.trace(KQ @ pieces[j][0]) for j in order])
+    T = np.zeros((k, k))
+    quad = np.zeros((k, k))
+    for a_, ja in enumerate(order):
+        for b_, jb in enumerate(order):
+            T[a_, b_] = np.trace(KQ @ pieces[jb][0] @ KQ @ pieces[ja][0])
+            quad[a_, b_] = pieces[ja][4] @ KP @ pieces[jb][4]
+            if a_ == b_:
+                T[a_, b_] += pieces[ja][3] + 2 * np.trace(KQ @ pieces[ja][1])
+                quad[a_, b_] += pieces[ja][5]
+    th = tau[order]
+    rho2 = np.array([pieces[j][6] for j in order])
+    trQ = (n - (p if reml else 0) - th @ tr) / s2
+    tQkQ = (tr - T @ th) / s2
+    tQQ = (trQ - th @ tQkQ) / s2
+    yPPy = (yPy - th @ rho2) / s2
+    q_res = (rho2 - quad @ th) / s2
+    q_rr = (yPPy - th @ q_res) / s2
+    H = np.zeros((k + 1, k + 1))
+    H[:k, :k] = -T + 2 * quad
+    H[:k, k] = H[k, :k] = -tQkQ + 2 * q_res
+    H[k, k] = -tQQ + 2 * q_rr
+    # Gradient of c'Phi c: g_i = |Z_i' V^-1 X Phi c|^2; the residual entry by the identity.
+    h = Phi @ cvec
+    cx = Cl[:, qr:] @ h
+    yr = (Si @ Hx @ h) / dr if qr else np.zeros(0)
+    g = np.zeros(k + 1)
+    g[0] = cx @ G_phi2 @ cx
+    for i, (_, a, b) in enumerate(c.rest, start=1):
+        g[i] = float(yr[a:b] @ yr[a:b])
+    phi_cc = float(cvec @ Phi @ cvec)
+    g[k] = (phi_cc - th @ g[:k]) / s2
+    # Back to the order of the factors in c (then the residual).
+    perm = np.argsort(order)
+    idx = np.append(perm, k)
+    grad = np.append(tr - rho2, trQ - yPPy)
+    return phi_cc, g[idx], H[np.ix_(idx, idx)], grad[idx]

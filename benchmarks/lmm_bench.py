@@ -1,0 +1,160 @@
+"""Crossed mixed-model benchmark: nonolab's engine against lme4 on the same simulated data.
+
+    .venv/bin/python benchmarks/lmm_bench.py                    # results/bench/lmm.json
+    .venv/bin/python benchmarks/lmm_bench.py --participants 67,1000 --puzzles 6 --repeats 1
+
+Model ``y ~ x + (1 | participant) + (1 | puzzle)`` by REML, ``x`` a puzzle-level covariate. Each
+simulated participant attempts 3 distinct puzzles drawn at random from the pool (the study's
+design: 3 of 6), so a study of P participants has 3P rows. Timed: :func:`nonolab.stats.lmm.
+fit_crossed` from a data frame with string ids (design, factor codes and fit), and lme4's
+``lmer`` from a data frame with character ids (``system.time`` inside one R process, so R's start
+and package loading are not counted), each the median of ``--repeats`` fits after one untimed
+warm-up fit. lme4 runs through ``Rscript`` when it is installed (``RSCRIPT`` overrides); without
+it only nonolab is timed. Ratio = lme4 seconds / nonolab seconds (> 1: nonolab faster). The JSON
+also gives both fits' estimates and their largest relative difference.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from nonolab.core.tables import write_json
+from nonolab.stats import rcheck
+from nonolab.stats.lmm import fit_crossed
+
+REPO = Path(__file__).resolve().parents[1]
+PER_PARTICIPANT = 3
+
+R_CODE = r"""
+suppressMessages(library(lme4))
+d <- read.csv("data.csv", colClasses = c("character", "character", "numeric", "numeric"))
+f <- y ~ x + (1 | participant_id) + (1 | puzzle_hash)
+m <- lmer(f, data = d, REML = TRUE)
+times <- replicate(REPEATS, system.time(m <- lmer(f, data = d, REML = TRUE))[["elapsed"]])
+vc <- as.data.frame(VarCorr(m))
+v <- setNames(vc$vcov, vc$grp)
+cat(sprintf("%.17g", c(median(times), fixef(m)[["x"]], v[["participant_id"]],
+            v[["puzzle_hash"]], v[["Residual"]], as.numeric(logLik(m)))), sep = "\n")
+"""
+
+
+def simulate(n_participants: int, n_puzzles: int, seed: int) -> pd.DataFrame:
+    """Return one simulated crossed study: ``participant_id``, ``puzzle_hash`` (strings),
+    ``x`` (puzzle-level covariate, SD 1) and ``y`` (intercept 1, slope 0.5; participant,
+    puzzle and residual variances 1, 0.5 and 1)."""
+    rng = np.random.default_rng([seed, n_participants, n_puzzles])
+    p = np.repeat(np.arange(n_participants), PER_PARTICIPANT)
+    keys = rng.random((n_participants, n_puzzles))
+    q = np.argsort(keys, axis=1)[:, :PER_PARTICIPANT].ravel()
+    x_q = rng.normal(size=n_puzzles)
+    u_p = rng.normal(0.0, 1.0, n_participants)
+    u_q = rng.normal(0.0, np.sqrt(0.5), n_puzzles)
+    y = 1.0 + 0.5 * x_q[q] + u_p[p] + u_q[q] + rng.normal(size=len(p))
+    return pd.DataFrame(
+        {
+            "participant_id": [f"P{i:06d}" for i in p],
+            "puzzle_hash": [f"h{j:03d}" for j in q],
+            "x": x_q[q],
+            "y": y,
+        }
+    )
+
+
+def time_nonolab(d: pd.DataFrame, repeats: int) -> dict[str, Any]:
+    """Return the median wall seconds of ``fit_crossed`` and its estimates."""
+    fit_crossed(d, "y ~ x")
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fit = fit_crossed(d, "y ~ x")
+        times.append(time.perf_counter() - t0)
+    return {
+        "seconds": statistics.median(times),
+        "all_seconds": times,
+        "coef_x": float(fit.params["x"]),
+        "var_participant": fit.var_participant,
+        "var_puzzle": fit.var_puzzle,
+        "var_residual": fit.var_residual,
+        "reml_loglik": fit.llf,
+        "converged": fit.converged,
+    }
+
+
+def time_lme4(d: pd.DataFrame, repeats: int, workdir: Path) -> dict[str, Any]:
+    """Return the median ``system.time`` seconds of ``lmer`` and its estimates."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    d.to_csv(workdir / "data.csv", index=False, float_format="%.17g")
+    out = rcheck.run_r(R_CODE.replace("REPEATS", str(repeats)), workdir, timeout_s=3600)
+    vals = [float(v) for v in out.split()]
+    keys = ["seconds", "coef_x", "var_participant", "var_puzzle", "var_residual", "reml_loglik"]
+    return dict(zip(keys, vals, strict=True))
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--participants", default="67,1000,10000,100000")
+    ap.add_argument("--puzzles", default="6,30")
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--seed", type=int, default=20261202)
+    ap.add_argument("--no-r", action="store_true", help="time nonolab only")
+    ap.add_argument("--out", default=str(REPO / "results" / "bench" / "lmm.json"))
+    args = ap.parse_args(argv)
+    use_r = not args.no_r and rcheck.r_available(("lme4",))
+    if not use_r:
+        print("lme4 not timed: " + ("--no-r" if args.no_r else "Rscript with lme4 not found"))
+    load_before = os.getloadavg()
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="lmm_bench_") as tmp:
+        for n_q in [int(v) for v in args.puzzles.split(",")]:
+            for n_p in [int(v) for v in args.participants.split(",")]:
+                d = simulate(n_p, n_q, args.seed)
+                row: dict[str, Any] = {
+                    "participants": n_p,
+                    "puzzles": n_q,
+                    "rows": len(d),
+                    "nonolab": time_nonolab(d, args.repeats),
+                }
+                if use_r:
+                    lme4 = time_lme4(d, args.repeats, Path(tmp) / f"{n_p}_{n_q}")
+                    ours = row["nonolab"]
+                    row["lme4"] = lme4
+                    row["ratio"] = lme4["seconds"] / ours["seconds"]
+                    row["max_rel_diff"] = max(
+                        abs(ours[k] - lme4[k]) / abs(lme4[k])
+                        for k in ("coef_x", "var_participant", "var_puzzle", "var_residual")
+                    )
+                    row["loglik_diff"] = ours["reml_loglik"] - lme4["reml_loglik"]
+                rows.append(row)
+                lme4_s = f"{row['lme4']['seconds']:.3f} s" if use_r else "-"
+                ratio = f"{row['ratio']:.2f}x" if use_r else "-"
+                print(
+                    f"{n_p:>7} participants x {n_q:>2} puzzles ({len(d):>7} rows): "
+                    f"nonolab {row['nonolab']['seconds']:.3f} s, lme4 {lme4_s}, ratio {ratio}",
+                    flush=True,
+                )
+    meta = {
+        "design": f"{PER_PARTICIPANT} distinct puzzles per participant",
+        "repeats": args.repeats,
+        "seed": args.seed,
+        "lme4": use_r,
+        "load_before": load_before,
+        "load_after": os.getloadavg(),
+        "python": sys.version.split()[0],
+    }
+    write_json({"meta": meta, "runs": rows}, Path(args.out))
+    print(f"wrote {args.out}; load {load_before[0]:.2f} -> {meta['load_after'][0]:.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
