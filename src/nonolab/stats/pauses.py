@@ -113,12 +113,18 @@ def _sorted_components(gm: GaussianMixture) -> tuple[np.ndarray, np.ndarray, np.
     )
 
 
-def _crossing_log(gm: GaussianMixture) -> float:
-    """Return the equal-posterior crossing (log s) of the two slowest components, NaN if < 2."""
+def _crossing_log(gm: GaussianMixture, strict: bool = True) -> float:
+    """Return the equal-posterior crossing (log s) of the two slowest components, NaN if < 2
+    (or, unless ``strict``, if their densities do not cross between the means)."""
     mu, sd, w = _sorted_components(gm)
     if len(mu) < 2:
         return float("nan")
-    return equal_posterior_crossing(mu, sd, w, len(mu) - 2, len(mu) - 1)
+    try:
+        return equal_posterior_crossing(mu, sd, w, len(mu) - 2, len(mu) - 1)
+    except ValueError:
+        if strict:
+            raise
+        return float("nan")
 
 
 def _continue_until_stable(
@@ -131,10 +137,13 @@ def _continue_until_stable(
     """Continue EM of the fitted ``gm`` on ``x`` (warm start) at tolerances divided by
     ``tol_factor`` until the crossing moves by at most ``max_move_s`` seconds, or the tolerance
     would fall below ``min_tol``. Returns ``(extra EM iterations, stable, steps)``; each step:
-    ``em_tol`` (of the continuation), ``n_iter``, ``crossing_s`` (after it) and ``moved_s``."""
+    ``em_tol`` (of the continuation), ``n_iter``, ``crossing_s`` (after it) and ``moved_s``.
+    A fit whose two slowest components do not cross (an intermediate mixture) has no crossing
+    to follow: ``moved_s`` is NaN and, while neither side has a crossing, the first
+    continuation scikit-learn reports converged ends it."""
     steps: list[dict] = []
     extra = 0
-    before = _crossing_log(gm)
+    before = _crossing_log(gm, strict=False)
     tol = float(gm.tol)
     while tol / tol_factor >= min_tol * (1 - 1e-9):
         tol /= tol_factor
@@ -143,8 +152,8 @@ def _continue_until_stable(
             warnings.simplefilter("ignore", ConvergenceWarning)
             gm.fit(x)
         extra += int(gm.n_iter_)
-        after = _crossing_log(gm)
-        moved = float(abs(np.exp(after) - np.exp(before))) if np.isfinite(after) else 0.0
+        after = _crossing_log(gm, strict=False)
+        moved = float(abs(np.exp(after) - np.exp(before)))
         steps.append(
             {
                 "em_tol": tol,
@@ -153,7 +162,8 @@ def _continue_until_stable(
                 "moved_s": moved,
             }
         )
-        if moved <= max_move_s and bool(gm.converged_):
+        no_crossing = bool(np.isnan(before) and np.isnan(after))
+        if (moved <= max_move_s or no_crossing) and bool(gm.converged_):
             return extra, True, steps
         before = after
     return extra, False, steps
@@ -186,7 +196,7 @@ def _fit_one(
     n_iter, converged = int(gm.n_iter_), bool(gm.converged_)
     if verify is None:
         return gm, n_iter, converged, None
-    start_crossing = _crossing_log(gm)
+    start_crossing = _crossing_log(gm, strict=False)
     extra, stable, steps = _continue_until_stable(gm, x, **verify)
     check = {
         "rule": (
@@ -300,7 +310,9 @@ def random_state_check(
     each) from every random state in ``seeds`` and return ``{"seeds", "crossings_s",
     "log_likelihoods", "max_abs_diff_s", "agree_s", "agree"}``: crossings in seconds,
     total log-likelihoods, the largest distance (seconds) of a crossing from ``model``'s, and
-    whether it is within ``agree_s``."""
+    whether it is within ``agree_s`` (a start without a crossing gives NaN and disagrees).
+    Starts from other random states can end in another local optimum: the check reports it,
+    it does not replace the fit."""
     k = len(model.means_log)
     _, x = _log_positive_gaps(gaps_s, k)
     verify = {
@@ -312,10 +324,16 @@ def random_state_check(
     max_iter = int(converged_kwargs.get("max_iter", 5000))
     crossings, lls = [], []
     for s in seeds:
-        gm, _, _, _ = _fit_one(x, k, 1, int(s), tol, max_iter, verify)
-        crossings.append(float(np.exp(_crossing_log(gm))))
+        try:
+            gm, _, _, _ = _fit_one(x, k, 1, int(s), tol, max_iter, verify)
+        except ValueError:  # this start ends without a crossing of the two slowest components
+            crossings.append(float("nan"))
+            lls.append(float("nan"))
+            continue
+        crossings.append(float(np.exp(_crossing_log(gm, strict=False))))
         lls.append(float(gm.score(x) * len(x)))
-    diff = max((abs(c - model.threshold_s) for c in crossings), default=0.0)
+    dists = [abs(c - model.threshold_s) for c in crossings]
+    diff = float("inf") if any(np.isnan(dists)) else max(dists, default=0.0)
     return {
         "seeds": [int(s) for s in seeds],
         "crossings_s": crossings,
