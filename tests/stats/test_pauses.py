@@ -10,8 +10,12 @@ from scipy.stats import norm
 
 from nonolab.stats.pauses import (
     equal_posterior_crossing,
+    fit_converged_pause_model,
     fit_pause_model,
+    fit_record,
     model_record,
+    pause_threshold,
+    random_state_check,
     threshold_used,
 )
 
@@ -94,3 +98,57 @@ def test_threshold_used_choices():
     rec = model_record(m, 2.36, "preset")
     assert rec["threshold_used_s"] == 2.36 and rec["threshold_s"] == m.threshold_s
     assert set(rec["bic"]) == {"1", "2", "3"}
+
+
+def test_converged_fit_continues_em_until_the_crossing_is_stable():
+    g = _two_scale_gaps(n=1500, seed=4)
+    start = fit_pause_model(g, n_init=2, seed=3, tol=1e-3)
+    m = fit_converged_pause_model(g, n_init=2, seed=3, tol=1e-3, max_move_s=1e-3)
+    assert m.converged and m.check is not None
+    steps = m.check["steps"]
+    assert steps and steps[-1]["moved_s"] <= 1e-3
+    # Each continuation divides the tolerance by 100; the reported tolerance is the last one.
+    assert [s["em_tol"] for s in steps] == pytest.approx(
+        [1e-3 / 100 ** (i + 1) for i in range(len(steps))]
+    )
+    assert m.tol == pytest.approx(steps[-1]["em_tol"])
+    assert m.threshold_s == pytest.approx(steps[-1]["crossing_s"])
+    assert m.check["start_crossing_s"] == pytest.approx(start.threshold_s)
+    assert m.n_iter == m.check["start_n_iter"] + sum(s["n_iter"] for s in steps)
+    # Continuing EM never lowers the likelihood.
+    assert m.log_likelihood >= start.log_likelihood - 1e-6
+
+
+def test_converged_fit_reports_failure_at_the_tolerance_cap():
+    g = _two_scale_gaps(n=1500, seed=4)
+    m = fit_converged_pause_model(g, n_init=1, seed=3, tol=1e-3, max_move_s=1e-15, min_tol=1e-7)
+    assert not m.converged
+    assert [s["em_tol"] for s in m.check["steps"]] == pytest.approx([1e-5, 1e-7])
+
+
+def test_random_state_check_and_records():
+    g = _two_scale_gaps(n=1200, seed=6)
+    m = fit_converged_pause_model(g, n_init=2, seed=1, max_move_s=1e-3)
+    rs = random_state_check(g, m, [2, 3, 4], max_move_s=1e-3)
+    assert rs["seeds"] == [2, 3, 4] and len(rs["crossings_s"]) == 3
+    # A start that ends without a crossing is reported (NaN) and makes the check disagree.
+    ok = [c for c in rs["crossings_s"] if np.isfinite(c)]
+    assert rs["agree"] == (len(ok) == 3 and max(abs(c - m.threshold_s) for c in ok) <= 1e-3)
+    rec = fit_record(m)
+    assert rec["log_likelihood_per_gap"] == pytest.approx(m.log_likelihood / m.n_positive)
+    assert rec["converged"] is True and rec["check"]["steps"]
+    assert set(rec["delta_bic_vs_1"]) == {"2", "3"}
+
+
+def test_pause_threshold_record_has_both_fits():
+    g = _two_scale_gaps(n=800, seed=2)
+    conv = {"random_state_checks": 1}
+    rec = pause_threshold(g, n_init=1, preset_threshold=2.36, preset_em_tol=1e-3, converged=conv)
+    # A preset with a published tolerance: top level = published-settings fit, used = preset.
+    assert rec["em_tol"] == 1e-3 and rec["threshold_used_s"] == 2.36
+    assert rec["threshold_s"] == rec["published_settings_fit"]["threshold_s"]
+    assert rec["converged_fit"]["converged"] and rec["converged_fit"]["random_state_check"]
+    rec2 = pause_threshold(g, n_init=1, converged=conv)
+    # No preset: the converged fit is the fitted and the used threshold.
+    assert rec2["threshold_s"] == rec2["converged_fit"]["threshold_s"] == rec2["threshold_used_s"]
+    assert rec2["threshold_source"] == "fitted"

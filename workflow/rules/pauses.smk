@@ -25,7 +25,7 @@ rule pauses:
     threads: 1
     resources:
         mem_mb=2000,
-        runtime=20,
+        runtime=30,
     params:
         # Keyword arguments of nonolab.stats.pauses.pause_threshold.
         fit=dict(
@@ -36,6 +36,7 @@ rule pauses:
             random_state=config["pauses"]["random_state"],
             em_tol=config["pauses"]["em_tol"],
             preset_em_tol=PAUSES_PRESET_EM_TOL,
+            converged=config["pauses"]["converged"],
         ),
     script:
         "../../scripts/pauses.py"

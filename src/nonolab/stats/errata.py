@@ -1,0 +1,354 @@
+"""Errata: published numbers that change, built from the workflow's own outputs.
+
+One row per published number whose corrected value differs from it at the published precision:
+``quantity``, ``published`` (read from the study's published files), ``reproduced_as_published``
+(nonolab's reproduction of the published method), ``corrected``, ``cause``, ``evidence`` and
+``conclusion_changes``. Four causes: the row-position join of SAT statistics (Table 1), the
+early-stopped EM fit of the pause mixture (threshold, components, delta BIC), the participant
+bootstrap's k-squared weighting (BT strength intervals) and the theme tests' FDR family.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+
+import numpy as np
+import pandas as pd
+from statsmodels.stats.multitest import multipletests
+
+#: Columns of ``results/tables/errata.csv``.
+ERRATA_COLUMNS = [
+    "quantity",
+    "published",
+    "reproduced_as_published",
+    "corrected",
+    "cause",
+    "evidence",
+    "conclusion_changes",
+]
+
+CAUSE_TABLE1 = (
+    "row-position join: the pool-ordered SAT statistics were joined to the served puzzles by "
+    "row position, so served ids 2-5 carry another puzzle's statistics"
+)
+CAUSE_EM = (
+    "EM stopped early: scikit-learn's default tolerance (1e-3) ends the mixture fit before the "
+    "likelihood optimum"
+)
+CAUSE_BOOTSTRAP = (
+    "participant bootstrap weighting: a participant drawn k times weighs k squared in the "
+    "published resampling instead of k"
+)
+CAUSE_FDR = (
+    "FDR family: the published Benjamini-Hochberg correction leaves out the themes tested on "
+    "fewer responses than the family minimum; every theme tested is in the family here"
+)
+
+
+def empty_errata() -> pd.DataFrame:
+    """Return an errata table without rows (the columns of :data:`ERRATA_COLUMNS`)."""
+    return pd.DataFrame(
+        {
+            c: pd.Series(dtype=float if c.endswith(("published", "corrected")) else object)
+            for c in ERRATA_COLUMNS
+        }
+    )
+
+
+def changes(published: float, corrected: float, decimals: int) -> bool:
+    """Return whether ``corrected`` differs from ``published`` when both are rounded to
+    ``decimals`` (the published precision); a missing published value compares as changed
+    when the corrected one is present."""
+    if not np.isfinite(published):
+        return bool(np.isfinite(corrected))
+    return bool(round(float(corrected), decimals) != round(float(published), decimals))
+
+
+def decimals_of(text: str) -> int:
+    """Return the number of decimals written in a number ``text`` (e.g. ``"7,387.1"`` -> 1)."""
+    text = text.strip().rstrip("%")
+    return len(text.split(".")[1]) if "." in text else 0
+
+
+def _row(quantity, published, reproduced, corrected, cause, evidence, conclusion) -> dict:
+    return {
+        "quantity": quantity,
+        "published": float(published),
+        "reproduced_as_published": float(reproduced),
+        "corrected": float(corrected),
+        "cause": cause,
+        "evidence": evidence,
+        "conclusion_changes": conclusion,
+    }
+
+
+def _significance(p_pub: float, p_corr: float, alpha: float) -> str:
+    a, b = p_pub < alpha, p_corr < alpha
+    if a == b:
+        side = "<" if a else ">="
+        return f"no: p {side} {alpha:g} either way"
+    return f"yes: p {'<' if a else '>='} {alpha:g} published, {'<' if b else '>='} corrected"
+
+
+def table1_rows(
+    erratum: pd.DataFrame, published: pd.DataFrame, alpha: float = 0.05, decimals: int = 3
+) -> list[dict]:
+    """Return the errata rows of Table 1 (Spearman rho and p of BT strength and of the raw mean
+    rating against each SAT metric).
+
+    ``erratum``: ``results/tables/table1_erratum.csv`` (``metric``, ``published_*`` and
+    ``corrected_*`` of ``bt_rho``, ``bt_p``, ``raw_rho``, ``raw_p``); ``published``: the
+    published statistics file (he2026: ``stats_bt_vs_sat.csv``: ``predictor_type``,
+    ``predictor``, ``bt_rho``, ``bt_p``, ``raw_rho``, ``raw_p``). Values are compared at
+    ``decimals`` (the published table's 3)."""
+    if "published_bt_rho" not in erratum.columns:
+        return []
+    pub = published[published["predictor_type"] == "sat_metric"].set_index("predictor")
+    rows = []
+    names = {"bt_rho": "BT rho", "bt_p": "BT p", "raw_rho": "raw rho", "raw_p": "raw p"}
+    for _, e in erratum.iterrows():
+        metric = e["metric"]
+        if metric not in pub.index:
+            continue
+        for stat, label in names.items():
+            p_val = float(pub.loc[metric, stat])
+            rep, cor = float(e[f"published_{stat}"]), float(e[f"corrected_{stat}"])
+            if not changes(p_val, cor, decimals):
+                continue
+            match = "reproduces" if abs(rep - p_val) < 0.5 * 10**-decimals else "differs from"
+            evidence = (
+                f"table1_erratum.csv: the row-position alignment {match} the published value "
+                f"({rep:.3f}); the clue-hash alignment gives {cor:.3f}"
+            )
+            if stat.endswith("rho"):
+                kind = stat.split("_")[0]
+                sp, sc = np.sign(round(p_val, decimals)), np.sign(round(cor, decimals))
+                p_pub = float(pub.loc[metric, f"{kind}_p"])
+                p_cor = float(e[f"corrected_{kind}_p"])
+                if sp != sc:
+                    sign = {-1.0: "negative", 0.0: "zero", 1.0: "positive"}
+                    conclusion = f"yes: sign {sign[sp]} -> {sign[sc]}; " + _significance(
+                        p_pub, p_cor, alpha
+                    ).replace("no: ", "significance unchanged, ").replace("yes: ", "")
+                else:
+                    conclusion = _significance(p_pub, p_cor, alpha)
+            else:
+                conclusion = _significance(p_val, cor, alpha)
+            rows.append(
+                _row(
+                    f"Table 1 {label}, {metric}",
+                    p_val,
+                    rep,
+                    cor,
+                    CAUSE_TABLE1,
+                    evidence,
+                    conclusion,
+                )
+            )
+    return rows
+
+
+_NUM = r"([-+]?[\d,]*\.?\d+)"
+
+
+def parse_pause_report(text: str) -> dict:
+    """Return the published pause-threshold numbers of a report like the public study's
+    ``PAUSE_THRESHOLD_REPORT.md``, each as ``(value, decimals)``: ``threshold_s``,
+    ``threshold_log``, ``delta_bic_2`` and ``delta_bic_3`` (BIC improvements over one component)
+    and, per component ``i``, ``mean_s_i`` (seconds), ``sd_log_i`` and ``weight_i`` (a
+    fraction, from the percentage). Numbers not found are left out."""
+    out: dict[str, tuple[float, int]] = {}
+
+    def put(key: str, s: str, scale: float = 1.0, extra: int = 0) -> None:
+        out[key] = (float(s.replace(",", "")) * scale, decimals_of(s) + extra)
+
+    if m := re.search(r"Threshold chosen:\**\s*" + _NUM + r"\s*s", text):
+        put("threshold_s", m.group(1))
+    if m := re.search(r"Crossover in log-space:\**\s*\**" + _NUM, text):
+        put("threshold_log", m.group(1))
+    for k in (2, 3):
+        if m := re.search(rf"^\|\s*{k}\s*\|\s*baseline\s*[-−]\s*" + _NUM, text, re.M):
+            put(f"delta_bic_{k}", m.group(1))
+    comp = r"^\|\s*(\d+)\s*\|\s*" + _NUM + r"\s*s\s*\|\s*" + _NUM + r"\s*\|\s*" + _NUM + r"%"
+    for m in re.finditer(comp, text, re.M):
+        i = m.group(1)
+        put(f"mean_s_{i}", m.group(2))
+        put(f"sd_log_{i}", m.group(3))
+        put(f"weight_{i}", m.group(4), scale=0.01, extra=2)
+    return out
+
+
+def pause_rows(record: Mapping, published: Mapping[str, tuple[float, int]]) -> list[dict]:
+    """Return the errata rows of the pause threshold, its log crossing, the BIC improvements and
+    the 3 mixture components: published (:func:`parse_pause_report`) vs the
+    ``published_settings_fit`` and ``converged_fit`` of ``record``
+    (``results/pauses/threshold.json``). Empty when the record has no such fits."""
+    pub_fit, conv = record.get("published_settings_fit"), record.get("converged_fit")
+    if not pub_fit or not conv:
+        return []
+    check = conv.get("check") or {}
+    rs = conv.get("random_state_check") or {}
+    evidence = (
+        f"threshold.json: published settings stop after {pub_fit['n_iter']} EM iterations "
+        f"(log-likelihood {pub_fit['log_likelihood']:,.2f}); the converged fit takes "
+        f"{conv['n_iter']} (EM tol {conv['em_tol']:g}, log-likelihood "
+        f"{conv['log_likelihood']:,.2f}); continuing EM at the next smaller tolerance moved its "
+        f"crossing by {check.get('crossing_moved_s', float('nan')):.1e} s"
+    )
+    if rs.get("seeds"):
+        evidence += (
+            f"; {len(rs['seeds'])} further random states agree within {rs['max_abs_diff_s']:.1e} s"
+        )
+    k = len(conv["means_log"])
+    best_pub = max(pub_fit["delta_bic_vs_1"].items(), key=lambda kv: kv[1])[0]
+    best_conv = max(conv["delta_bic_vs_1"].items(), key=lambda kv: kv[1])[0]
+    bic_conclusion = (
+        f"no: {best_conv} components remain best by BIC"
+        if best_pub == best_conv
+        else f"yes: {best_conv} components best by BIC instead of {best_pub}"
+    )
+    thr_conclusion = (
+        "not assessed here: pause counts keep the published threshold under the study's "
+        "preset; results/tables/threshold_sensitivity.csv gives the pause results at other "
+        "thresholds"
+    )
+    comp_conclusion = "follows the threshold: the crossing is computed from these components"
+    items = [
+        ("pause threshold (s)", "threshold_s", lambda f: f["threshold_s"], thr_conclusion),
+        ("pause crossing (log s)", "threshold_log", lambda f: f["threshold_log"], thr_conclusion),
+    ]
+    for j in (2, 3):
+        items.append(
+            (
+                f"BIC improvement, {j} vs 1 components",
+                f"delta_bic_{j}",
+                lambda f, j=j: f["delta_bic_vs_1"][str(j)],
+                bic_conclusion,
+            )
+        )
+    for i in range(k):
+        items += [
+            (f"component {i} mean (s)", f"mean_s_{i}", lambda f, i=i: f["means_s"][i], None),
+            (f"component {i} SD (log s)", f"sd_log_{i}", lambda f, i=i: f["sds_log"][i], None),
+            (f"component {i} weight", f"weight_{i}", lambda f, i=i: f["weights"][i], None),
+        ]
+    rows = []
+    for label, key, get, conclusion in items:
+        if key not in published:
+            continue
+        value, dec = published[key]
+        if key.startswith("delta_bic") and str(key[-1]) not in conv["delta_bic_vs_1"]:
+            continue
+        cor = float(get(conv))
+        if not changes(value, cor, dec):
+            continue
+        rows.append(
+            _row(
+                label,
+                value,
+                get(pub_fit),
+                cor,
+                CAUSE_EM,
+                evidence,
+                conclusion or comp_conclusion,
+            )
+        )
+    return rows
+
+
+def bootstrap_rows(
+    strengths: pd.DataFrame, published: pd.DataFrame, decimals: int = 3
+) -> list[dict]:
+    """Return the errata rows of the BT strength intervals: the published bounds
+    (``puzzle_id``, ``theta_ci_lower``, ``theta_ci_upper``; he2026:
+    ``bt_difficulty_vs_sat.csv``) vs ``ci_low_published_semantics`` / ``ci_high_published_semantics``
+    and ``ci_low`` / ``ci_high`` of ``results/tables/bt_strengths.csv``, compared at
+    ``decimals``. Empty when ``strengths`` lacks the published-semantics columns."""
+    need = {"ci_low_published_semantics", "ci_high_published_semantics"}
+    if not need <= set(strengths.columns):
+        return []
+    s = strengths.assign(puzzle_id=strengths["puzzle_id"].astype(str)).set_index("puzzle_id")
+    pub = published.assign(puzzle_id=published["puzzle_id"].astype(str)).set_index("puzzle_id")
+    rows = []
+    for pid in s.index.intersection(pub.index):
+        lo = (float(pub.loc[pid, "theta_ci_lower"]), float(s.loc[pid, "ci_low"]))
+        hi = (float(pub.loc[pid, "theta_ci_upper"]), float(s.loc[pid, "ci_high"]))
+        excl_pub = not (lo[0] <= 1.0 <= hi[0])
+        excl_cor = not (lo[1] <= 1.0 <= hi[1])
+        conclusion = (
+            f"no: the interval {'excludes' if excl_cor else 'includes'} 1 (the average puzzle) "
+            "either way"
+            if excl_pub == excl_cor
+            else f"yes: the interval {'excludes' if excl_cor else 'includes'} 1 (the average "
+            "puzzle) once corrected"
+        )
+        for bound, col, (p_val, cor) in (("lower", "ci_low", lo), ("upper", "ci_high", hi)):
+            rep = float(s.loc[pid, f"{col}_published_semantics"])
+            if not changes(p_val, cor, decimals):
+                continue
+            match = "reproduces" if abs(rep - p_val) < 0.5 * 10**-decimals else "differs from"
+            evidence = (
+                f"bt_strengths.csv: the k-squared weighting {match} the published bound "
+                f"({rep:.3f}); weight k gives {cor:.3f}"
+            )
+            rows.append(
+                _row(
+                    f"BT strength 95% CI {bound}, puzzle {pid}",
+                    p_val,
+                    rep,
+                    cor,
+                    CAUSE_BOOTSTRAP,
+                    evidence,
+                    conclusion,
+                )
+            )
+    return rows
+
+
+def theme_fdr_rows(
+    themes: pd.DataFrame, min_present: int, alpha: float = 0.05, decimals: int = 3
+) -> list[dict]:
+    """Return the errata rows of the theme tests' FDR p-values: Benjamini-Hochberg over the
+    tests with at least ``min_present`` responses having the code (the published family,
+    recomputed from the raw ``p`` of ``results/tables/themes_vs_difficulty.csv``) vs the
+    table's ``p_fdr`` (every test in the family). ``published`` is NaN: the published files
+    give no theme p-values."""
+    tested = themes[themes["p"].notna()]
+    family = tested[tested["n_present"] >= min_present]
+    if len(family) == len(tested) or family.empty:
+        return []
+    narrow = pd.Series(multipletests(family["p"], method="fdr_bh")[1], index=family.index)
+    left_out = ", ".join(
+        f"{c} (n = {int(n)})"
+        for c, n in tested.loc[~tested.index.isin(family.index), ["code", "n_present"]].values
+    )
+    rows = []
+    for idx, r in family.iterrows():
+        rep, cor = float(narrow[idx]), float(r["p_fdr"])
+        if not changes(rep, cor, decimals):
+            continue
+        evidence = (
+            f"themes_vs_difficulty.csv: BH over the {len(family)} themes with n >= "
+            f"{min_present} gives {rep:.3f}; over all {len(tested)} tested (adding {left_out}) "
+            f"{cor:.3f}"
+        )
+        rows.append(
+            _row(
+                f"theme {r['code']} FDR p",
+                float("nan"),
+                rep,
+                cor,
+                CAUSE_FDR,
+                evidence,
+                _significance(rep, cor, alpha),
+            )
+        )
+    return rows
+
+
+def errata_table(rows: list[dict]) -> pd.DataFrame:
+    """Return the errata table (:data:`ERRATA_COLUMNS`) of ``rows``, in the given order."""
+    if not rows:
+        return empty_errata()
+    return pd.DataFrame(rows, columns=ERRATA_COLUMNS)

@@ -1,0 +1,241 @@
+"""Errata table (nonolab.stats.errata): unit tests, the public study's rows per cause, and the
+empty table of a study without published files (the example study, through Snakemake)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pandas as pd
+import pytest
+from public_study import study_ingest
+
+from nonolab.stats import errata
+from nonolab.stats.pauses import pause_threshold
+from nonolab.study.features import interaction_gaps
+from nonolab.study.presets import REPO, resolve_preset
+
+PUB_T1 = "analyze-data/out_features/stats_bt_vs_sat.csv"
+PUB_BT = "analyze-data/out_features/bt_difficulty_vs_sat.csv"
+PUB_PAUSES = "analyze-data/PAUSE_THRESHOLD_REPORT.md"
+
+
+def test_changes_at_the_published_precision():
+    assert not errata.changes(2.36, 2.3562, 2)
+    assert errata.changes(2.36, 1.5174, 2)
+    assert errata.changes(float("nan"), 0.2, 3)
+    assert errata.decimals_of("7,387.1") == 1 and errata.decimals_of("62.1%") == 1
+
+
+def test_empty_table_has_the_columns():
+    t = errata.errata_table([])
+    assert list(t.columns) == errata.ERRATA_COLUMNS and t.empty
+
+
+def test_parse_pause_report_synthetic():
+    text = (
+        "**Threshold chosen:** 2.36 s\n| 2 | baseline − 2,973.7 |\n| 3 | baseline − 7,387.1 |\n"
+        "| 1 | 0.794 s | 0.642 | 62.1% | x |\n- Crossover in log-space: **0.857**\n"
+    )
+    got = errata.parse_pause_report(text)
+    assert got["threshold_s"] == (2.36, 2) and got["delta_bic_3"] == (7387.1, 1)
+    assert got["weight_1"] == (pytest.approx(0.621), 3) and got["threshold_log"] == (0.857, 3)
+
+
+def _strengths(with_published: bool) -> pd.DataFrame:
+    s = pd.DataFrame({"puzzle_id": ["0", "1"], "ci_low": [0.5, 1.2], "ci_high": [2.0, 3.0]})
+    if with_published:
+        s["ci_low_published_semantics"] = [0.37, 0.8]
+        s["ci_high_published_semantics"] = [2.7, 4.4]
+    return s
+
+
+def test_bootstrap_rows_need_the_published_semantics_columns():
+    pub = pd.DataFrame(
+        {"puzzle_id": ["0", "1"], "theta_ci_lower": [0.37, 0.8], "theta_ci_upper": [2.7, 4.4]}
+    )
+    assert errata.bootstrap_rows(_strengths(False), pub) == []
+    rows = errata.bootstrap_rows(_strengths(True), pub)
+    assert len(rows) == 4
+    r = rows[2]  # puzzle 1, lower bound: the interval now excludes 1
+    assert (r["published"], r["reproduced_as_published"], r["corrected"]) == (0.8, 0.8, 1.2)
+    assert r["conclusion_changes"].startswith("yes") and "reproduces" in r["evidence"]
+
+
+def test_theme_fdr_rows_recompute_the_narrow_family():
+    themes = pd.DataFrame(
+        {"code": ["A", "B", "C"], "n_present": [10, 20, 1], "p": [0.01, 0.04, 0.5]}
+    )
+    themes["p_fdr"] = [0.03, 0.06, 0.5]  # BH over all three
+    rows = errata.theme_fdr_rows(themes, min_present=2)
+    # BH over A, B only: 0.02, 0.04; B crosses 0.05.
+    assert [r["quantity"] for r in rows] == ["theme A FDR p", "theme B FDR p"]
+    assert [r["reproduced_as_published"] for r in rows] == pytest.approx([0.02, 0.04])
+    assert rows[1]["conclusion_changes"].startswith("yes")
+    assert np.isnan(rows[0]["published"])
+    assert errata.theme_fdr_rows(themes, min_present=1) == []
+
+
+# -- the public study --------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def published(study_dir):
+    return resolve_preset(study_dir).data["published"]
+
+
+@pytest.mark.study
+def test_preset_names_the_published_files(study_dir, published):
+    for key in ("bt_vs_sat", "bt_strengths", "pause_report"):
+        assert (study_dir / published[key]).is_file()
+    assert published["themes_fdr_min_present"] == 2
+
+
+@pytest.mark.study
+def test_public_study_table1_rows(study_dir):
+    from nonolab.sat.puzzles import load_study_puzzles
+    from nonolab.sat.solvers import solver_record
+    from nonolab.stats.correlations import (
+        aligned_metrics,
+        erratum_table,
+        published_alignment,
+        raw_mean_rating,
+        table1,
+    )
+    from nonolab.stats.ranking import pairwise_comparisons, strengths_table
+    from nonolab.study.features import attempt_features
+
+    preset = resolve_preset(study_dir).data
+    att = attempt_features(
+        study_ingest(str(study_dir)).tables,
+        preset["published"]["pause_threshold_s"],
+        keep_initial_rating_sentinel=True,
+    )
+    puzzles = load_study_puzzles(study_dir / "nonograms_6.json")
+    metrics = pd.DataFrame([solver_record(p, "block_start", "minisat22") for p in puzzles])
+    served = att[["puzzle_id", "puzzle_hash"]].drop_duplicates()
+    pool = pd.read_csv(study_dir / "selected_six_nonogram_stats.csv")
+    aligned = {
+        "published": aligned_metrics(metrics, served, published_alignment(pool, served, metrics)),
+        "corrected": aligned_metrics(metrics, served),
+    }
+    strengths = strengths_table(
+        pairwise_comparisons(att, "final_difficulty"), sorted(served.puzzle_id)
+    )
+    err = erratum_table(
+        table1(strengths, raw_mean_rating(att), aligned), "minisat22", "block_start"
+    )
+    rows = errata.table1_rows(err, pd.read_csv(study_dir / PUB_T1))
+    got = {r["quantity"]: r for r in rows}
+    bt = [got[f"Table 1 BT rho, {m}"] for m in ("decisions", "propagations", "conflicts")]
+    assert [f"{r['published']:.3f}" for r in bt] == ["-0.257", "-0.257", "0.000"]
+    assert [f"{r['reproduced_as_published']:.3f}" for r in bt] == ["-0.257", "-0.257", "0.000"]
+    assert [f"{r['corrected']:.3f}" for r in bt] == ["0.429", "0.429", "0.478"]
+    assert all(r["conclusion_changes"].startswith("yes: sign") for r in bt)
+    # |rho| of the raw conflicts correlation is unchanged, so its p is no erratum.
+    assert "Table 1 raw p, conflicts" not in got and len(rows) == 11
+    assert {r["cause"] for r in rows} == {errata.CAUSE_TABLE1}
+
+
+@pytest.mark.study
+def test_public_study_theme_fdr_rows(study_dir, published):
+    from nonolab.stats.themes import (
+        code_tests,
+        load_coded_responses,
+        theme_codes,
+        theme_test_responses,
+    )
+
+    coded = load_coded_responses(study_dir / "riyad-analysis/derived/coded_responses.csv")
+    tests = code_tests(theme_test_responses(coded), theme_codes(coded))
+    rows = errata.theme_fdr_rows(tests, published["themes_fdr_min_present"])
+    got = {r["quantity"]: r for r in rows}
+    assert "TIME (n = 1)" in rows[0]["evidence"] and "11 themes" in rows[0]["evidence"]
+    load = got["theme LOAD FDR p"]
+    assert (f"{load['reproduced_as_published']:.4f}", f"{load['corrected']:.4f}") == (
+        "0.0107",
+        "0.0117",
+    )
+    # No theme crosses 0.05 between the two families.
+    assert all(r["conclusion_changes"].startswith("no") for r in rows)
+
+
+@pytest.mark.study
+def test_public_study_bootstrap_rows_skip_without_published_semantics(study_dir):
+    s = pd.DataFrame({"puzzle_id": ["0"], "ci_low": [0.5], "ci_high": [2.0]})
+    assert errata.bootstrap_rows(s, pd.read_csv(study_dir / PUB_BT, dtype={"puzzle_id": str})) == []
+
+
+@pytest.mark.study
+def test_public_study_pause_report_numbers(study_dir, published):
+    got = errata.parse_pause_report((study_dir / published["pause_report"]).read_text())
+    assert got["threshold_s"] == (2.36, 2) and got["threshold_log"] == (0.857, 3)
+    assert got["delta_bic_2"] == (2973.7, 1) and got["delta_bic_3"] == (7387.1, 1)
+    assert [got[f"mean_s_{i}"][0] for i in range(3)] == [0.012, 0.794, 6.014]
+
+
+@pytest.mark.study
+@pytest.mark.slow
+def test_public_study_pause_rows(study_dir, published):
+    """The converged fit (about two minutes): threshold 2.36 -> 1.5174 s, BIC improvements."""
+    preset = resolve_preset(study_dir).data["published"]
+    gaps = interaction_gaps(study_ingest(str(study_dir)).tables["events"])["gap_s"].to_numpy()
+    rec = pause_threshold(
+        gaps,
+        preset_threshold=preset["pause_threshold_s"],
+        preset_em_tol=preset["pause_em_tol"],
+        converged={"random_state_checks": 0},
+    )
+    assert rec["threshold_used_s"] == 2.36  # pause counts keep the published threshold
+    rows = errata.pause_rows(
+        rec, errata.parse_pause_report((study_dir / published["pause_report"]).read_text())
+    )
+    got = {r["quantity"]: r for r in rows}
+    thr = got["pause threshold (s)"]
+    assert (thr["published"], f"{thr['reproduced_as_published']:.2f}") == (2.36, "2.36")
+    assert f"{thr['corrected']:.4f}" == "1.5174"
+    assert [
+        f"{got[f'BIC improvement, {k} vs 1 components']['corrected']:,.1f}" for k in (2, 3)
+    ] == [
+        "3,728.7",
+        "7,593.9",
+    ]
+    assert "4 EM iterations" in thr["evidence"]
+    assert "component 0 mean (s)" not in got  # 0.012 s either way
+    assert {r["cause"] for r in rows} == {errata.CAUSE_EM}
+
+
+# -- a study without published files ------------------------------------------------------------
+
+
+def test_example_study_preset_names_no_published_files():
+    preset = resolve_preset(REPO / "data" / "example-study").data
+    assert not preset.get("published")
+
+
+@pytest.mark.slow
+def test_example_study_errata_table_is_empty(tmp_path):
+    """The example study's preset names no published files: the rule needs no upstream output
+    and writes an empty table with a note."""
+    cmd = [
+        sys.executable,
+        "-m",
+        "snakemake",
+        "--snakefile",
+        str(REPO / "Snakefile"),
+        "--directory",
+        str(tmp_path),
+        "--cores",
+        "1",
+        "--config",
+        f"study_dir={REPO / 'data' / 'example-study'}",
+        "--",
+        "results/tables/errata.csv",
+    ]
+    out = subprocess.run(cmd, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr[-3000:]
+    t = pd.read_csv(tmp_path / "results/tables/errata.csv")
+    assert t.empty and list(t.columns) == errata.ERRATA_COLUMNS
+    assert "names no published files" in (tmp_path / "results/logs/errata.log").read_text()
+    assert (tmp_path / "results/tables/errata.md").exists()

@@ -1,0 +1,71 @@
+# Stage: errata. One row per published number that changes, from the workflow's own tables and
+# the preset's published files (he2026: Table 1, pause threshold, BT intervals, theme FDR).
+# DAG: ranking, table1, pauses, themes -> errata.
+
+
+# The preset's published files the errata compare with (absent keys: that cause is skipped).
+ERRATA_PUBLISHED = {
+    key: path
+    for key, path in {
+        "table1": study_path("published.bt_vs_sat"),
+        "pause_report": study_path("published.pause_report"),
+        "bt_published": study_path("published.bt_strengths"),
+    }.items()
+    if path
+}
+# The published theme-test FDR family: themes with at least this many coded responses.
+ERRATA_THEMES_MIN_PRESENT = PRESET.get("published", {}).get("themes_fdr_min_present")
+
+
+def errata_inputs(wildcards):
+    """The errata rule's inputs: only those whose published counterpart the preset names."""
+    found = {}
+    if "table1" in ERRATA_PUBLISHED:
+        found |= {
+            "table1": ERRATA_PUBLISHED["table1"],
+            "table1_erratum": "results/tables/table1_erratum.csv",
+        }
+    if "pause_report" in ERRATA_PUBLISHED:
+        found |= {
+            "pause_report": ERRATA_PUBLISHED["pause_report"],
+            "threshold": "results/pauses/threshold.json",
+        }
+    if "bt_published" in ERRATA_PUBLISHED:
+        found |= {
+            "bt_published": ERRATA_PUBLISHED["bt_published"],
+            "strengths": "results/tables/bt_strengths.csv",
+        }
+    if ERRATA_THEMES_MIN_PRESENT is not None:
+        found["themes"] = "results/tables/themes_vs_difficulty.csv"
+    return found
+
+
+rule errata:
+    input:
+        unpack(errata_inputs),
+    output:
+        table=report(
+            "results/tables/errata.csv",
+            caption="../report/errata.rst",
+            category="Errata",
+        ),
+    log:
+        "results/logs/errata.log",
+    conda:
+        "../../envs/nonolab.yaml"
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=5,
+    params:
+        preset=PRESET_NAME,
+        published=sorted(
+            ({"bt_published": "bt_strengths"}.get(k, k) for k in ERRATA_PUBLISHED)
+        ),
+        themes_min_present=ERRATA_THEMES_MIN_PRESENT,
+        alpha=config["errata"]["alpha"],
+    script:
+        "../../scripts/errata.py"
+
+
+ALL_TARGETS.append("results/tables/errata.csv")
