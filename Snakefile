@@ -40,3 +40,36 @@ rule all:
 rule figures:
     input:
         FIGURES,
+
+
+# The paper's analyses only (`snakemake paper`): ingest, features, pause threshold, SAT metrics,
+# expertise, Bradley-Terry strengths, Table 1 and its erratum, behaviour models, moderation,
+# themes and the errata table. No power analysis, recovery, puzzle pool, line metrics,
+# threshold sensitivity or figures.
+PAPER_TARGETS = [
+    "results/ingest/summary.json",
+    "results/features/attempts.csv",
+    "results/pauses/threshold.json",
+    "results/sat/metrics.csv",
+    "results/sat/uniqueness.csv",
+    *(["results/sat/published_check.csv"] if SAT_PUBLISHED else []),
+    "results/tables/expertise.csv",
+    "results/tables/expertise_reliability.json",
+    "results/tables/bt_strengths.csv",
+    "results/tables/bt_lr_test.json",
+    "results/tables/table1_spearman.csv",
+    "results/tables/table1_erratum.csv",
+    "results/tables/behaviour_models.csv",
+    "results/tables/moderation.csv",
+    "results/tables/simple_slopes.csv",
+    "results/tables/themes_vs_difficulty.csv",
+    "results/tables/theme_prevalence.csv",
+    "results/tables/strategy_prevalence.csv",
+    "results/tables/themes_convergent.csv",
+    "results/tables/errata.csv",
+]
+
+
+rule paper:
+    input:
+        PAPER_TARGETS,

@@ -51,6 +51,8 @@ rule errata:
         ),
     log:
         "results/logs/errata.log",
+    benchmark:
+        "results/bench/rules/errata.tsv"
     conda:
         "../../envs/nonolab.yaml"
     threads: 1

@@ -16,6 +16,8 @@ rule features:
         parquet="results/features/attempts.parquet",
     log:
         "results/logs/features.log",
+    benchmark:
+        "results/bench/rules/features.tsv"
     conda:
         "../../envs/nonolab.yaml"
     threads: 1

@@ -22,6 +22,8 @@ rule fig_pauses:
         **fig_out("pause_gaps", "Pauses"),
     log:
         "results/logs/fig_pauses.log",
+    benchmark:
+        "results/bench/rules/fig_pauses.tsv"
     conda:
         "../../envs/nonolab.yaml"
     threads: 1
@@ -39,6 +41,8 @@ rule fig_strengths:
         **fig_out("bt_strengths", "Ranking"),
     log:
         "results/logs/fig_strengths.log",
+    benchmark:
+        "results/bench/rules/fig_strengths.tsv"
     conda:
         "../../envs/nonolab.yaml"
     threads: 1
@@ -57,6 +61,8 @@ rule fig_rank_metrics:
         **fig_out("bt_rank_vs_metrics", "Ranking"),
     log:
         "results/logs/fig_rank_metrics.log",
+    benchmark:
+        "results/bench/rules/fig_rank_metrics.tsv"
     conda:
         "../../envs/nonolab.yaml"
     threads: 1
@@ -78,6 +84,8 @@ rule fig_theme_prevalence:
         **fig_out("theme_prevalence", "Themes"),
     log:
         "results/logs/fig_theme_prevalence.log",
+    benchmark:
+        "results/bench/rules/fig_theme_prevalence.tsv"
     conda:
         "../../envs/nonolab.yaml"
     threads: 1
@@ -95,6 +103,8 @@ rule fig_theme_difficulty:
         **fig_out("themes_vs_difficulty", "Themes"),
     log:
         "results/logs/fig_theme_difficulty.log",
+    benchmark:
+        "results/bench/rules/fig_theme_difficulty.tsv"
     conda:
         "../../envs/nonolab.yaml"
     threads: 1
@@ -114,6 +124,8 @@ rule fig_ratings:
         **fig_out("ratings", "Ratings"),
     log:
         "results/logs/fig_ratings.log",
+    benchmark:
+        "results/bench/rules/fig_ratings.tsv"
     conda:
         "../../envs/nonolab.yaml"
     threads: 1
@@ -132,6 +144,8 @@ rule trajectories:
         table="results/figures/solve_trajectories.csv",
     log:
         "results/logs/trajectories.log",
+    benchmark:
+        "results/bench/rules/trajectories.tsv"
     conda:
         "../../envs/nonolab.yaml"
     threads: 1
@@ -151,6 +165,8 @@ rule fig_trajectories:
         **fig_out("solve_trajectories", "Ratings"),
     log:
         "results/logs/fig_trajectories.log",
+    benchmark:
+        "results/bench/rules/fig_trajectories.tsv"
     conda:
         "../../envs/nonolab.yaml"
     threads: 1

@@ -30,6 +30,8 @@ rule ingest:
         study="results/ingest/study.json",
     log:
         "results/logs/ingest.log",
+    benchmark:
+        "results/bench/rules/ingest.tsv"
     conda:
         "../../envs/nonolab.yaml"
     threads: 4  # large studies: one log-reading process per thread (scaled down to --cores)

@@ -13,6 +13,8 @@ rule line_metrics:
         ),
     log:
         "results/logs/sat/line_metrics.log",
+    benchmark:
+        "results/bench/rules/line_metrics.tsv"
     conda:
         "../../envs/nonolab.yaml"
     threads: 1

@@ -36,6 +36,8 @@ rule behaviour_models:
         ),
     log:
         "results/logs/behaviour_models.log",
+    benchmark:
+        "results/bench/rules/behaviour_models.tsv"
     conda:
         "../../envs/nonolab.yaml"
     threads: 1
@@ -71,6 +73,8 @@ rule moderation:
         ),
     log:
         "results/logs/moderation.log",
+    benchmark:
+        "results/bench/rules/moderation.tsv"
     conda:
         "../../envs/nonolab.yaml"
     threads: 1
@@ -99,6 +103,8 @@ rule threshold_sensitivity:
         ),
     log:
         "results/logs/threshold_sensitivity.log",
+    benchmark:
+        "results/bench/rules/threshold_sensitivity.tsv"
     conda:
         "../../envs/nonolab.yaml"
     threads: 1
@@ -125,6 +131,8 @@ rule fig_simple_slopes:
         pdf="results/figures/moderation_simple_slopes.pdf",
     log:
         "results/logs/fig_simple_slopes.log",
+    benchmark:
+        "results/bench/rules/fig_simple_slopes.tsv"
     conda:
         "../../envs/nonolab.yaml"
     threads: 1
@@ -148,6 +156,8 @@ rule fig_threshold_sensitivity:
         pdf="results/figures/threshold_sensitivity.pdf",
     log:
         "results/logs/fig_threshold_sensitivity.log",
+    benchmark:
+        "results/bench/rules/fig_threshold_sensitivity.tsv"
     conda:
         "../../envs/nonolab.yaml"
     threads: 1

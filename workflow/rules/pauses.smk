@@ -20,6 +20,8 @@ rule pauses:
         gaps="results/pauses/gaps.csv",
     log:
         "results/logs/pauses.log",
+    benchmark:
+        "results/bench/rules/pauses.tsv"
     conda:
         "../../envs/nonolab.yaml"
     threads: 1

@@ -19,6 +19,8 @@ rule pool_shard:
         timing="results/{pool}/shard_{shard}/timing.csv",
     log:
         "results/logs/{pool}/shard_{shard}.log",
+    benchmark:
+        "results/bench/rules/pool_shard_{pool}_{shard}.tsv"
     wildcard_constraints:
         **POOL_WILDCARDS,
     conda:
@@ -46,6 +48,8 @@ rule pool_merge:
         excluded="results/{pool}/excluded.csv",
     log:
         "results/logs/{pool}/merge.log",
+    benchmark:
+        "results/bench/rules/pool_merge_{pool}.tsv"
     wildcard_constraints:
         **POOL_WILDCARDS,
     conda:
@@ -74,6 +78,8 @@ rule pool_select:
         puzzles="results/{pool}/selected_puzzles.json",
     log:
         "results/logs/{pool}/select.log",
+    benchmark:
+        "results/bench/rules/pool_select_{pool}.tsv"
     wildcard_constraints:
         **POOL_WILDCARDS,
     conda:

@@ -30,6 +30,8 @@ rule expertise:
         reliability="results/tables/expertise_reliability.json",
     log:
         "results/logs/expertise.log",
+    benchmark:
+        "results/bench/rules/expertise.tsv"
     conda:
         "../../envs/nonolab.yaml"
     threads: 1
@@ -53,6 +55,8 @@ rule ranking:
         comparisons="results/ranking/bt_comparisons.csv",
     log:
         "results/logs/ranking.log",
+    benchmark:
+        "results/bench/rules/ranking.tsv"
     conda:
         "../../envs/nonolab.yaml"
     threads: 1
@@ -85,6 +89,8 @@ rule table1:
         points="results/ranking/table1_points.csv",
     log:
         "results/logs/table1.log",
+    benchmark:
+        "results/bench/rules/table1.tsv"
     conda:
         "../../envs/nonolab.yaml"
     threads: 1

@@ -30,6 +30,8 @@ rule sat_metrics:
         ),
     log:
         "results/logs/sat/metrics.log",
+    benchmark:
+        "results/bench/rules/sat_metrics.tsv"
     conda:
         "../../envs/nonolab.yaml"
     threads: 1
@@ -61,6 +63,8 @@ if SAT_PUBLISHED:
             ),
         log:
             "results/logs/sat/published_check.log",
+        benchmark:
+            "results/bench/rules/sat_published_check.tsv"
         conda:
             "../../envs/nonolab.yaml"
         threads: 1

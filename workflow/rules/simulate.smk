@@ -14,6 +14,8 @@ rule power_cell:
         "results/power/cells/p{n_puzzles}_n{n_participants}.csv",
     log:
         "results/logs/power/p{n_puzzles}_n{n_participants}.log",
+    benchmark:
+        "results/bench/rules/power_cell_p{n_puzzles}_n{n_participants}.tsv"
     wildcard_constraints:
         n_puzzles=r"\d+",
         n_participants=r"\d+",
@@ -46,6 +48,8 @@ rule power_merge:
         ),
     log:
         "results/logs/power/merge.log",
+    benchmark:
+        "results/bench/rules/power_merge.tsv"
     conda:
         "../../envs/nonolab.yaml"
     threads: 1
@@ -70,6 +74,8 @@ rule power_figure:
         pdf="results/figures/power.pdf",
     log:
         "results/logs/power/figure.log",
+    benchmark:
+        "results/bench/rules/power_figure.tsv"
     conda:
         "../../envs/nonolab.yaml"
     threads: 1
@@ -90,6 +96,8 @@ rule recovery:
         ),
     log:
         "results/logs/recovery.log",
+    benchmark:
+        "results/bench/rules/recovery.tsv"
     conda:
         "../../envs/nonolab.yaml"
     threads: 1

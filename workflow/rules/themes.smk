@@ -21,6 +21,8 @@ rule themes:
         ),
     log:
         "results/logs/themes.log",
+    benchmark:
+        "results/bench/rules/themes.tsv"
     conda:
         "../../envs/nonolab.yaml"
     threads: 1
