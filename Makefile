@@ -11,7 +11,7 @@ STUDY_CONFIG := $(if $(STUDY),--config study_dir=$(abspath $(STUDY)),)
 # Figure rules are named fig_*: `make figures` reruns only them (tables are reused as they are).
 FIGURE_RULES := $(shell grep -ho '^rule fig_[a-z0-9_]*' workflow/rules/*.smk | cut -d' ' -f2)
 
-.PHONY: install reproduce figures report test test-fast lint format bench bench-scale bench-recovery clean help
+.PHONY: install reproduce figures report test test-fast lint format bench bench-scale bench-recovery bench-pipeline clean help
 
 help:
 	@echo "make reproduce [STUDY=path]  run the workflow, write results/"
@@ -21,6 +21,7 @@ help:
 	@echo "make bench                   solve benchmark (needs the bench extra: OR-Tools)"
 	@echo "make bench-scale             ingest/features/models at 1,000 and 10,000 participants"
 	@echo "make bench-recovery          parameter recovery on simulated studies"
+	@echo "make bench-pipeline [STUDY=path]  workflow wall time, targets paper and all, per rule"
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -70,6 +71,11 @@ bench-scale: install
 
 bench-recovery: install
 	$(BIN)/python benchmarks/recovery_bench.py
+
+# From a clean results folder in a temporary directory; default study: ../shared/study-data if
+# present, else data/example-study. Writes results/bench/pipeline.json.
+bench-pipeline: install
+	$(BIN)/python benchmarks/pipeline_bench.py --cores $(CORES) $(if $(STUDY),--study $(abspath $(STUDY)),)
 
 clean:
 	rm -rf results .snakemake

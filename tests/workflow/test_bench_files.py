@@ -1,0 +1,135 @@
+"""Every rule that does work declares a Snakemake benchmark file under results/bench/rules/ (named
+after the rule and its wildcards), and `snakemake paper` plans only the paper's analyses."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+BIN = Path(sys.executable).parent
+SNAKEFILES = [REPO / "Snakefile", *sorted((REPO / "workflow" / "rules").glob("*.smk"))]
+#: target rules: inputs only, no output, nothing to time
+TARGET_RULES = {"all", "figures", "pool", "pool_paper", "paper"}
+#: rules the paper target must not plan (prefixes)
+NOT_PAPER = ("power_", "recovery", "pool_", "line_metrics", "fig_", "threshold_sensitivity")
+
+
+def _rule_blocks() -> dict[str, str]:
+    """Return rule name -> the text of its block, over the Snakefile and every rules file."""
+    blocks: dict[str, str] = {}
+    for path in SNAKEFILES:
+        lines = path.read_text().splitlines()
+        for i, line in enumerate(lines):
+            m = re.match(r"^(\s*)rule (\w+):\s*$", line)
+            if not m:
+                continue
+            indent, body = len(m.group(1)), []
+            for nxt in lines[i + 1 :]:
+                if nxt.strip() and len(nxt) - len(nxt.lstrip()) <= indent:
+                    break
+                body.append(nxt)
+            blocks[m.group(2)] = "\n".join(body)
+    return blocks
+
+
+def _key(block: str, key: str) -> str | None:
+    """The first value line of `key:` in a rule block, or None."""
+    m = re.search(rf"^\s*{key}:\s*\n\s*(.+)$", block, flags=re.M)
+    return m.group(1).strip() if m else None
+
+
+def test_every_working_rule_declares_a_benchmark_file():
+    blocks = _rule_blocks()
+    assert len(blocks) > 20
+    assert TARGET_RULES <= set(blocks)
+    missing, misnamed = [], []
+    for name, block in blocks.items():
+        output = _key(block, "output")
+        if name in TARGET_RULES:
+            assert output is None, f"target rule {name} has an output"
+            continue
+        bench = _key(block, "benchmark")
+        if bench is None:
+            missing.append(name)
+            continue
+        path = bench.strip('",')
+        # Snakemake requires a log to carry every wildcard of the output: so must the benchmark.
+        wildcards = set(re.findall(r"\{(\w+)\}", _key(block, "log") or ""))
+        if not (
+            path.startswith(f"results/bench/rules/{name}")
+            and path.endswith(".tsv")
+            and wildcards <= set(re.findall(r"\{(\w+)\}", path))
+        ):
+            misnamed.append(f"{name}: {path}")
+    assert not missing, f"rules without benchmark: {missing}"
+    assert not misnamed, (
+        f"benchmark files not results/bench/rules/<rule>[_<wildcards>].tsv: {misnamed}"
+    )
+
+
+def _dry_run(tmp_path: Path, *targets: str) -> str:
+    res = subprocess.run(
+        [
+            str(BIN / "snakemake"),
+            "-n",
+            "--cores",
+            "1",
+            "-s",
+            str(REPO / "Snakefile"),
+            "--directory",
+            str(tmp_path),
+            *targets,
+            "--config",
+            "study_dir=data/example-study",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert res.returncode == 0, res.stderr[-3000:]
+    return res.stdout + res.stderr
+
+
+def _planned_jobs(out: str) -> list[tuple[str, str | None]]:
+    """(rule, benchmark path or None) for every job of a dry run's output."""
+    jobs = []
+    for block in re.split(r"\n(?=\[[^\]]+\]\n)", out):
+        m = re.search(r"^(?:local)?rule (\w+):", block, flags=re.M)
+        if m:
+            b = re.search(r"^\s+benchmark: (\S+)", block, flags=re.M)
+            jobs.append((m.group(1), b.group(1) if b else None))
+    return jobs
+
+
+def test_every_job_of_the_dag_writes_a_benchmark_file(tmp_path):
+    jobs = _planned_jobs(_dry_run(tmp_path, "all", "pool_paper"))
+    names = {name for name, _ in jobs}
+    assert {"ingest", "behaviour_models", "pool_shard", "power_cell", "fig_pauses"} <= names
+    without = sorted({name for name, bench in jobs if bench is None} - TARGET_RULES)
+    assert not without, f"jobs without a benchmark file: {without}"
+    benches = [bench for name, bench in jobs if bench is not None]
+    assert len(benches) == len(set(benches)), "two jobs share a benchmark file"
+    assert all(b.startswith("results/bench/rules/") and b.endswith(".tsv") for b in benches)
+
+
+def test_paper_plans_only_the_papers_analyses(tmp_path):
+    names = {name for name, _ in _planned_jobs(_dry_run(tmp_path, "paper"))}
+    assert {
+        "ingest",
+        "features",
+        "pauses",
+        "sat_metrics",
+        "expertise",
+        "ranking",
+        "table1",
+        "behaviour_models",
+        "moderation",
+        "themes",
+        "errata",
+        "paper",
+    } <= names
+    extra = sorted(n for n in names if n.startswith(NOT_PAPER))
+    assert not extra, f"paper plans rules outside the paper: {extra}"
