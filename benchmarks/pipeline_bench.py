@@ -103,7 +103,7 @@ def run_target(study: Path, target: str, cores: int) -> dict[str, Any]:
         wall = time.perf_counter() - t0
         load_after = loadavg()
         jobs = read_rule_benchmarks(Path(tmp))
-    shown = [*cmd[:6], "TMP", *cmd[7:]]
+    shown = [*cmd[:7], "TMP", *cmd[8:]]
     return {
         "target": target,
         "command": " ".join(shown),
