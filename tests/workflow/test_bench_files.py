@@ -133,3 +133,38 @@ def test_paper_plans_only_the_papers_analyses(tmp_path):
     } <= names
     extra = sorted(n for n in names if n.startswith(NOT_PAPER))
     assert not extra, f"paper plans rules outside the paper: {extra}"
+
+
+def test_pipeline_bench_reads_the_rule_benchmark_files(benchmark_script, tmp_path):
+    bench = benchmark_script("pipeline_bench")
+    rules = tmp_path / "results" / "bench" / "rules"
+    rules.mkdir(parents=True)
+    header = "s\th:m:s\tmax_rss\tmax_vms\tmax_uss\tmax_pss\tio_in\tio_out\tmean_load\tcpu_time\n"
+    (rules / "ingest.tsv").write_text(header + "1.5\t0:00:01\t200.1\t1\t1\t1\t0\t0\t50\t1.2\n")
+    (rules / "pool_shard_pool_0.tsv").write_text(
+        header + "3.0\t0:00:03\tNA\t1\t1\t1\t0\t0\t0\tNA\n"
+    )
+    jobs = bench.read_rule_benchmarks(tmp_path)
+    assert jobs == [
+        {"job": "pool_shard_pool_0", "s": 3.0, "max_rss": None, "cpu_time": None},
+        {"job": "ingest", "s": 1.5, "max_rss": 200.1, "cpu_time": 1.2},
+    ]
+    record = {
+        "date": "2026-12-02",
+        "machine": {"cores": 2},
+        "study": "data/example-study",
+        "cores": 2,
+        "runs": [
+            {
+                "target": "paper",
+                "returncode": 0,
+                "wall_s": 5.0,
+                "load_before": [1.0, 1.0, 1.0],
+                "load_after": [2.0, 1.0, 1.0],
+                "jobs": jobs,
+            }
+        ],
+    }
+    md = bench.markdown(record)
+    assert "| paper | 5.0 | 2 | 4.5 | 1.00 / 1.00 / 1.00 | 2.00 / 1.00 / 1.00 |" in md
+    assert "| pool_shard_pool_0 | 3.00 | NA | NA |" in md
