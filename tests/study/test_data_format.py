@@ -7,7 +7,10 @@ from __future__ import annotations
 
 import csv
 import json
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -303,3 +306,42 @@ def test_puzzle_loader_agrees_with_schema_on_bad_cells(tmp_path):
     assert not PUZZLES.is_valid(json.loads(path.read_text()))
     with pytest.raises(PuzzleError):
         load_study_puzzles(path)
+
+
+def _dry_run(tmp_path: Path, study: Path, preset: Path) -> str:
+    cmd = [
+        sys.executable,
+        "-m",
+        "snakemake",
+        "--snakefile",
+        str(REPO / "Snakefile"),
+        "--configfile",
+        str(REPO / "config" / "config.yaml"),
+        "--directory",
+        str(tmp_path / "work"),
+        "--cores",
+        "1",
+        "-n",
+        "--config",
+        f"study_dir={study}",
+        f"preset={preset}",
+        "--",
+        "all",
+    ]
+    out = subprocess.run(
+        cmd, capture_output=True, text=True, env=os.environ | {"PYTHONPATH": str(REPO / "src")}
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    return out.stdout
+
+
+@pytest.mark.parametrize("coded", [True, False])
+def test_workflow_themes_are_optional(tmp_path, coded):
+    study = tmp_path / "study"
+    write_doc_example(study)
+    if not coded:
+        (study / "coded_responses.csv").unlink()
+    out = _dry_run(tmp_path, study, study / "preset.yaml")
+    assert ("themes " in out) is coded
+    assert ("fig_theme_prevalence" in out) is coded
+    assert "ingest " in out
