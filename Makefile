@@ -1,5 +1,6 @@
 # nonolab: two commands on a fresh machine with Python 3.11 and pip:
-#   make reproduce   (whole workflow on the configured study; STUDY=path for another study)
+#   make reproduce   (whole workflow on the configured study; STUDY=path for another study,
+#                     RESULTS=dir to keep its results apart: one results folder per study)
 #   make test        (lint + tests)
 PYTHON ?= python3
 VENV ?= .venv
@@ -7,14 +8,18 @@ BIN := $(VENV)/bin
 CORES ?= 2
 STUDY ?=
 SNAKE_ARGS ?=
+RESULTS ?=
 STUDY_CONFIG := $(if $(STUDY),--config study_dir=$(abspath $(STUDY)),)
+# RESULTS=dir: results/ (and .snakemake/) go under dir instead of this checkout.
+DIR_ARGS := $(if $(RESULTS),--snakefile $(CURDIR)/Snakefile --directory $(abspath $(RESULTS)),)
+REPORT := $(abspath $(or $(RESULTS),.))/results/report.html
 # Figure rules are named fig_*: `make figures` reruns only them (tables are reused as they are).
 FIGURE_RULES := $(shell grep -ho '^rule fig_[a-z0-9_]*' workflow/rules/*.smk | cut -d' ' -f2)
 
 .PHONY: install reproduce figures report test test-fast lint format bench bench-scale bench-recovery bench-pipeline clean help
 
 help:
-	@echo "make reproduce [STUDY=path]  run the workflow, write results/"
+	@echo "make reproduce [STUDY=path] [RESULTS=dir]  run the workflow, write [dir/]results/"
 	@echo "make figures                 redraw figures from existing tables"
 	@echo "make report                  build results/report.html"
 	@echo "make test                    ruff, snakefmt --check, snakemake --lint, lint-imports, pytest"
@@ -37,14 +42,14 @@ install: $(VENV)/.installed
 
 # Targets and options come before --config, which takes every word after it.
 reproduce: install
-	$(BIN)/snakemake $(SNAKE_ARGS) --cores $(CORES) $(STUDY_CONFIG)
-	$(BIN)/snakemake --report results/report.html --cores $(CORES) $(STUDY_CONFIG)
+	$(BIN)/snakemake $(DIR_ARGS) $(SNAKE_ARGS) --cores $(CORES) $(STUDY_CONFIG)
+	$(BIN)/snakemake $(DIR_ARGS) --report $(REPORT) --cores $(CORES) $(STUDY_CONFIG)
 
 figures: install
-	$(BIN)/snakemake figures --forcerun $(FIGURE_RULES) --cores $(CORES) $(STUDY_CONFIG)
+	$(BIN)/snakemake $(DIR_ARGS) figures --forcerun $(FIGURE_RULES) --cores $(CORES) $(STUDY_CONFIG)
 
 report: install
-	$(BIN)/snakemake --report results/report.html --cores $(CORES) $(STUDY_CONFIG)
+	$(BIN)/snakemake $(DIR_ARGS) --report $(REPORT) --cores $(CORES) $(STUDY_CONFIG)
 
 lint: install
 	$(BIN)/ruff check src scripts tests benchmarks setup.py

@@ -55,6 +55,12 @@ def study_path(key, default=None):
     return str(Path(STUDY) / node)
 
 
+# Coded themes are optional: without the preset's coded-responses file (or with no
+# `themes.coded_responses` entry) the themes tables and figures are not targets.
+CODED_RESPONSES = study_path("themes.coded_responses")
+HAS_THEMES = CODED_RESPONSES is not None and Path(CODED_RESPONSES).is_file()
+
+
 def study_logs():
     """Every log file the preset's globs match now (sorted; empty if the study is not there)."""
     root = Path(STUDY)

@@ -17,32 +17,30 @@ ERRATA_PUBLISHED = {
 ERRATA_THEMES_MIN_PRESENT = PRESET.get("published", {}).get("themes_fdr_min_present")
 
 
-def errata_inputs(wildcards):
-    """The errata rule's inputs: only those whose published counterpart the preset names."""
-    found = {}
-    if "table1" in ERRATA_PUBLISHED:
-        found |= {
-            "table1": ERRATA_PUBLISHED["table1"],
-            "table1_erratum": "results/tables/table1_erratum.csv",
-        }
-    if "pause_report" in ERRATA_PUBLISHED:
-        found |= {
-            "pause_report": ERRATA_PUBLISHED["pause_report"],
-            "threshold": "results/pauses/threshold.json",
-        }
-    if "bt_published" in ERRATA_PUBLISHED:
-        found |= {
-            "bt_published": ERRATA_PUBLISHED["bt_published"],
-            "strengths": "results/tables/bt_strengths.csv",
-        }
-    if ERRATA_THEMES_MIN_PRESENT is not None:
-        found["themes"] = "results/tables/themes_vs_difficulty.csv"
-    return found
+# The errata rule's inputs: only those whose published counterpart the preset names.
+ERRATA_INPUTS = {}
+if "table1" in ERRATA_PUBLISHED:
+    ERRATA_INPUTS |= {
+        "table1": ERRATA_PUBLISHED["table1"],
+        "table1_erratum": "results/tables/table1_erratum.csv",
+    }
+if "pause_report" in ERRATA_PUBLISHED:
+    ERRATA_INPUTS |= {
+        "pause_report": ERRATA_PUBLISHED["pause_report"],
+        "threshold": "results/pauses/threshold.json",
+    }
+if "bt_published" in ERRATA_PUBLISHED:
+    ERRATA_INPUTS |= {
+        "bt_published": ERRATA_PUBLISHED["bt_published"],
+        "strengths": "results/tables/bt_strengths.csv",
+    }
+if ERRATA_THEMES_MIN_PRESENT is not None:
+    ERRATA_INPUTS["themes"] = "results/tables/themes_vs_difficulty.csv"
 
 
 rule errata:
     input:
-        unpack(errata_inputs),
+        **ERRATA_INPUTS,
     output:
         table=report(
             "results/tables/errata.csv",

@@ -3,7 +3,7 @@
 
 rule themes:
     input:
-        coded=study_path("themes.coded_responses"),
+        coded=CODED_RESPONSES or "(the preset names no coded-responses file)",
         attempts="results/features/attempts.csv",
         participants="results/ingest/participants.csv",
     output:
@@ -36,11 +36,12 @@ rule themes:
         "../../scripts/themes.py"
 
 
-ALL_TARGETS.extend(
-    [
-        "results/tables/themes_vs_difficulty.csv",
-        "results/tables/theme_prevalence.csv",
-        "results/tables/strategy_prevalence.csv",
-        "results/tables/themes_convergent.csv",
-    ]
-)
+if HAS_THEMES:  # coded themes are optional (common.smk)
+    ALL_TARGETS.extend(
+        [
+            "results/tables/themes_vs_difficulty.csv",
+            "results/tables/theme_prevalence.csv",
+            "results/tables/strategy_prevalence.csv",
+            "results/tables/themes_convergent.csv",
+        ]
+    )

@@ -10,6 +10,12 @@ excludes it with a reason. Files matched by the log globs but not listed get the
 of their file stem (``default_participant_id: stem``), unless an ``exclude_globs`` row matches
 them.
 
+A preset may ``extends`` another (a name under ``config/studies/`` or a path relative to the
+preset file): its keys are merged into the base preset's, mappings key by key, and a key set to
+``null`` removes the base's entry (e.g. ``themes: null`` for a study without coded themes); the
+merged preset is validated. So a study laid out like the default one but with another puzzle
+file needs only ``extends: default`` and ``puzzle_file``.
+
 ``preset: auto`` picks the preset whose fingerprint matches the study's puzzle file, else
 ``default``. The fingerprint compares content, not bytes: ``puzzle_hashes`` maps each puzzle id
 to :func:`nonolab.sat.puzzles.puzzle_hash` of its clues, so a re-saved file (CRLF line ends, other
@@ -87,18 +93,57 @@ def _schema(name: str) -> dict[str, Any]:
     return yaml.safe_load((SCHEMA_DIR / name).read_text(encoding="utf-8"))
 
 
-def load_preset(path: str | Path) -> Preset:
-    """Return the preset read from ``path``, validated against its schema.
+def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    """Return ``base`` updated by ``over``: mappings are merged key by key, a ``None`` value
+    removes the key, any other value replaces it."""
+    out = dict(base)
+    for key, val in over.items():
+        if val is None:
+            out.pop(key, None)
+        elif isinstance(val, dict) and isinstance(out.get(key), dict):
+            out[key] = _merge(out[key], val)
+        else:
+            out[key] = val
+    return out
 
-    Raises :class:`StudyError` naming the file and the offending key.
-    """
-    path = Path(path)
+
+def _extended(path: Path, data: Any, seen: tuple[Path, ...]) -> Any:
+    """Return the preset mapping of ``path`` merged onto its ``extends`` base (recursively);
+    ``data`` unchanged when it extends nothing."""
+    if not isinstance(data, dict) or "extends" not in data:
+        return data
+    base_ref = data["extends"]
+    if not isinstance(base_ref, str):
+        raise StudyError(f"{path}: invalid preset at extends: {base_ref!r} is not a string")
+    presets = available_presets()
+    base_path = presets.get(base_ref) or (path.parent / base_ref)
+    if base_path.resolve() in seen:
+        raise StudyError(f"{path}: preset extends {base_ref!r}, which extends it (a cycle)")
+    base = _read_preset_yaml(base_path)
+    base = _extended(base_path, base, (*seen, base_path.resolve()))
+    if not isinstance(base, dict):
+        raise StudyError(f"{path}: the preset it extends ({base_path}) is not a mapping")
+    over = {k: v for k, v in data.items() if k != "extends"}
+    return _merge(base, over)
+
+
+def _read_preset_yaml(path: Path) -> Any:
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        return yaml.safe_load(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise StudyError(f"preset file {path} does not exist") from None
     except yaml.YAMLError as exc:
         raise StudyError(f"{path}: not valid YAML ({exc})") from None
+
+
+def load_preset(path: str | Path) -> Preset:
+    """Return the preset read from ``path`` (merged onto the preset it ``extends``, if any),
+    validated against its schema.
+
+    Raises :class:`StudyError` naming the file and the offending key.
+    """
+    path = Path(path)
+    data = _extended(path, _read_preset_yaml(path), (path.resolve(),))
     try:
         jsonschema.validate(data, _schema("study_preset.schema.yaml"))
     except jsonschema.ValidationError as exc:
