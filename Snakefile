@@ -44,8 +44,8 @@ rule figures:
 
 # The paper's analyses only (`snakemake paper`): ingest, features, pause threshold, SAT metrics,
 # expertise, Bradley-Terry strengths, Table 1 and its erratum, behaviour models, moderation,
-# themes and the errata table. No power analysis, recovery, puzzle pool, line metrics,
-# threshold sensitivity or figures.
+# themes (when the study has coded themes) and the errata table. No power analysis, recovery,
+# puzzle pool, line metrics, threshold sensitivity or figures.
 PAPER_TARGETS = [
     "results/ingest/summary.json",
     "results/features/attempts.csv",
@@ -62,10 +62,16 @@ PAPER_TARGETS = [
     "results/tables/behaviour_models.csv",
     "results/tables/moderation.csv",
     "results/tables/simple_slopes.csv",
-    "results/tables/themes_vs_difficulty.csv",
-    "results/tables/theme_prevalence.csv",
-    "results/tables/strategy_prevalence.csv",
-    "results/tables/themes_convergent.csv",
+    *(
+        [
+            "results/tables/themes_vs_difficulty.csv",
+            "results/tables/theme_prevalence.csv",
+            "results/tables/strategy_prevalence.csv",
+            "results/tables/themes_convergent.csv",
+        ]
+        if HAS_THEMES  # coded themes are optional (common.smk)
+        else []
+    ),
     "results/tables/errata.csv",
 ]
 
