@@ -30,10 +30,17 @@ ISSUE = re.compile(r"\bissue\s*#?\d+", re.IGNORECASE)
 FIELDS = ("**Context.**", "**Decision.**", "**Evidence.**", "**Consequence.**")
 
 
+ISO_TIMESTAMP = re.compile(
+    r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?"
+)
+
+
 def _offences(path: Path, pattern: re.Pattern[str]) -> list[str]:
-    """Return ``"file:line: match"`` for every match of ``pattern`` in ``path``."""
+    """Return ``"file:line: match"`` for every match of ``pattern`` in ``path``: prose only,
+    so ISO-8601 timestamps (data, as in a log line) are not times of day of a diary."""
     found = []
     for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        line = ISO_TIMESTAMP.sub("", line)
         found += [
             f"{path.relative_to(ROOT)}:{number}: {m.group(0)}" for m in pattern.finditer(line)
         ]
