@@ -533,7 +533,8 @@ def _reml_minimise(c: _Cross, k: int, start: Sequence[float] | None, *, reml: bo
         if res.fun < best_f - 1e-12:
             best_t, best_f = np.asarray(res.x, dtype=float), float(res.fun)
             best_status, best_msg = int(res.status), str(res.message)
-    assert best_t is not None
+    if best_t is None:  # e.g. a constant outcome: zero residual variance everywhere
+        raise FloatingPointError("REML fit failed at every start")
     for j in range(k):  # boundary faces: variance j fixed at zero
         if start is not None and best_t[j] > 0.2:
             continue  # warm start (bootstrap refits): only faces near the optimum
