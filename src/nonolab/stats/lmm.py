@@ -155,6 +155,10 @@ def fit_crossed(
     msgs = tuple(dict.fromkeys(f"{w.category.__name__}: {w.message}" for w in built))
     X = np.asarray(model.exog, dtype=float)
     y = np.asarray(model.endog, dtype=float)
+    if len(y) <= X.shape[1]:
+        raise ValueError(
+            f"fit_crossed: {len(y)} complete rows for {X.shape[1]} fixed effects in {formula!r}"
+        )
     p_codes, q_codes = _codes(d[participant]), _codes(d[puzzle])
     c = _Cross.of(y, X, [p_codes, q_codes])
     opt = _reml_optimum(c, 2, reml=reml)
