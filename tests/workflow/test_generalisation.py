@@ -14,8 +14,12 @@ for; every finite Wald interval containing its finite estimate (model coefficien
 slopes), every bootstrap interval ordered (a percentile interval need not contain the ML
 estimate: Bradley-Terry strengths are checked for ``ci_low <= ci_high`` only).
 
-``test_generalisation`` draws 40 designs (``-m slow`` or ``NONOLAB_SLOW=1``);
-``test_generalisation_fast`` draws 8 small ones plus the hand-made degenerate designs.
+``test_generalisation`` draws 40 designs (about 100 s on one core; ``-m slow`` or
+``NONOLAB_SLOW=1``); ``test_generalisation_fast`` draws 8 small ones; both also run the
+designs that once crashed a stage (:data:`FOUND`). ``test_degenerate_design`` runs the
+hand-made degenerate designs (:data:`DEGENERATE`). The simulator serves 3 puzzles per session,
+so "1 to all puzzles per session" is 1-3 (3 = all when the study has 3 puzzles). The pause
+mixture is fitted with 2 EM starts instead of the workflow's 10, for speed.
 """
 
 from __future__ import annotations
@@ -419,26 +423,38 @@ def run_design(d: Design) -> None:
 # ----------------------------------------------------------------------------------------------
 # the tests
 
-DEGENERATE = [
-    # one participant
-    Design(participants=1, puzzles=3, height=5, width=5, seed=1),
-    # a puzzle nobody rated
-    Design(participants=6, puzzles=4, height=6, width=6, unrated=True, seed=2),
-    # every rating tied
-    Design(participants=8, puzzles=5, height=6, width=6, tied=True, seed=3),
-    # no coded themes (file absent; all codes zero)
-    Design(participants=5, puzzles=3, height=5, width=5, coded="absent", seed=4),
-    Design(participants=5, puzzles=3, height=5, width=5, coded="uncoded", seed=5),
-    # no post-survey; empty pre-survey
-    Design(participants=5, puzzles=4, height=5, width=5, surveys="no_post", seed=6),
-    Design(participants=5, puzzles=4, height=5, width=5, surveys="empty_pre", seed=7),
-    # no surveys at all: every session is ledgered out ("no pre-survey")
-    Design(participants=4, puzzles=3, height=5, width=5, surveys="none", seed=10),
-    # two puzzles served
-    Design(participants=12, puzzles=3, height=5, width=5, per_session=2, served=2, seed=8),
-    # one puzzle per session, all ratings missing
-    Design(participants=4, puzzles=3, height=5, width=5, per_session=1, missing=1.0, seed=9),
-]
+#: hand-made degenerate designs, by name. Before the fixes nine of them crashed: one
+#: participant and no post-survey in the expertise PCA (numpy LinAlgError on a NaN correlation
+#: matrix); tied ratings in the moderation REML fit (AssertionError: no start evaluable); empty
+#: pre-survey answers in the features schema (missing skill_nonogram); no final rating in
+#: Table 1 (Spearman of zero pairs); and the 5x5 designs in the behaviour models (decisions or
+#: conflicts constant over puzzles solved by propagation alone: "no complete rows")
+DEGENERATE = {
+    "one_participant": Design(participants=1, puzzles=3, height=5, width=5, seed=1),
+    "constant_metric": Design(participants=3, puzzles=3, height=5, width=5, seed=1),
+    "all_ratings_tied": Design(participants=8, puzzles=5, height=6, width=6, tied=True, seed=3),
+    "no_post_survey": Design(
+        participants=5, puzzles=4, height=5, width=5, surveys="no_post", seed=6
+    ),
+    "empty_pre_survey": Design(
+        participants=5, puzzles=4, height=5, width=5, surveys="empty_pre", seed=7
+    ),
+    "puzzle_nobody_rated": Design(
+        participants=6, puzzles=4, height=6, width=6, unrated=True, seed=2
+    ),
+    "coded_file_absent": Design(
+        participants=5, puzzles=3, height=5, width=5, coded="absent", seed=4
+    ),
+    "no_theme_coded": Design(participants=5, puzzles=3, height=5, width=5, coded="uncoded", seed=5),
+    # every session ledgered out ("no pre-survey"); the pause stage stops with the reason
+    "no_surveys": Design(participants=4, puzzles=3, height=5, width=5, surveys="none", seed=10),
+    "two_puzzles_served": Design(
+        participants=12, puzzles=3, height=5, width=5, per_session=2, served=2, seed=8
+    ),
+    "one_puzzle_no_ratings": Design(
+        participants=4, puzzles=3, height=5, width=5, per_session=1, missing=1.0, seed=9
+    ),
+}
 
 
 #: each example simulates and analyses a whole study: no shrinking (it would rerun the pipeline
@@ -462,7 +478,10 @@ FOUND: list[Design] = [
         coded="uncoded",
         n_boot=3,
         seed=329,
-    ),  # fmt: skip
+    ),
+    # a percentile interval (3 resamples) excluding the BT estimate: not a defect, the reason
+    # the BT intervals are checked for order only
+    Design(participants=7, puzzles=3, height=7, width=6, missing=0.1, n_boot=3, seed=534),
 ]
 
 
@@ -487,6 +506,6 @@ def test_generalisation_fast(design: Design) -> None:
     run_design(design)
 
 
-@pytest.mark.parametrize("design", DEGENERATE, ids=lambda d: f"seed{d.seed}")
-def test_degenerate_design(design: Design) -> None:
-    run_design(design)
+@pytest.mark.parametrize("name", list(DEGENERATE))
+def test_degenerate_design(name: str) -> None:
+    run_design(DEGENERATE[name])
