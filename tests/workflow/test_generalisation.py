@@ -479,6 +479,23 @@ FOUND: list[Design] = [
         n_boot=3,
         seed=329,
     ),
+    # one puzzle per session, 12 participants on 22 puzzles: participant and puzzle nearly
+    # confounded, the Satterthwaite Hessian singular (numpy LinAlgError); now df NaN
+    Design(
+        participants=12, puzzles=22, height=8, width=9, per_session=1, coded="absent", seed=5263
+    ),  # fmt: skip
+    # the same with 60 % missing ratings and no post-survey: a moderation coefficient with
+    # standard error 0 (ZeroDivisionError in z); now z and p NaN
+    Design(
+        participants=14,
+        puzzles=30,
+        height=5,
+        width=8,
+        per_session=1,
+        missing=0.6,
+        surveys="no_post",
+        seed=108,
+    ),  # fmt: skip
     # a percentile interval (3 resamples) excluding the BT estimate: not a defect, the reason
     # the BT intervals are checked for order only
     Design(participants=7, puzzles=3, height=7, width=6, missing=0.1, n_boot=3, seed=534),

@@ -661,7 +661,7 @@ def satterthwaite_df(fit: CrossedFit, contrast: Sequence[float] | str) -> float:
     V^-1 X Phi c`` and ``H_ij = -tr(Q V_i Q V_j) + 2 y'P V_i P V_j P y`` (``Q = P`` for REML,
     ``V^-1`` for ML), evaluated in the random-effect space (:func:`_variance_derivatives`)
     without any n x n matrix. NaN when a variance is on the boundary (the Hessian is then not
-    informative).
+    informative) or the Hessian is singular (e.g. each participant rated one puzzle).
     """
     if fit.exog is None or fit.endog is None:
         raise ValueError("satterthwaite_df needs a fit made by fit_crossed")
@@ -675,8 +675,11 @@ def satterthwaite_df(fit: CrossedFit, contrast: Sequence[float] | str) -> float:
         return float("nan")
     c = _Cross.of(fit.endog, fit.exog, _codes_of(fit))
     tau = np.array([fit.var_participant, fit.var_puzzle])
-    phi_cc, g, H, _ = _variance_derivatives(c, tau, fit.var_residual, cvec, reml=fit.reml)
-    A = 2 * np.linalg.inv(H)
+    try:
+        phi_cc, g, H, _ = _variance_derivatives(c, tau, fit.var_residual, cvec, reml=fit.reml)
+        A = 2 * np.linalg.inv(H)
+    except np.linalg.LinAlgError:  # e.g. participant and puzzle confounded: H singular
+        return float("nan")
     return float(2 * phi_cc**2 / (g @ A @ g))
 
 

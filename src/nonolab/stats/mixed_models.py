@@ -233,7 +233,7 @@ def _fixed_row(fit: CrossedFit, term: str, alpha: float = 0.05) -> dict[str, flo
     return {
         "coef": b,
         "se": se,
-        "z": b / se,
+        "z": b / se if se > 0 else float("nan"),  # se 0: a perfect (degenerate) fit
         "p": float(fit.pvalues[term]),
         "ci_low": b - zc * se,
         "ci_high": b + zc * se,
@@ -385,8 +385,8 @@ def simple_slopes(
                 "moderator_value": float(w),
                 "slope": b,
                 "se": se,
-                "z": b / se,
-                "p": float(2 * stats.norm.sf(abs(b / se))),
+                "z": b / se if se > 0 else float("nan"),
+                "p": float(2 * stats.norm.sf(abs(b / se))) if se > 0 else float("nan"),
                 "ci_low": b - zc * se,
                 "ci_high": b + zc * se,
             }
