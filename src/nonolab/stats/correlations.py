@@ -51,13 +51,15 @@ def spearman_permutation_p(
     ``p = (1 + hits) / (1 + n_perm)``. The statistic is ``|sum_i (2 rx_i - n - 1)(2 ry_i - n -
     1)|`` on the (average) ranks, an integer that orders pairings exactly as ``|rho|`` does, so
     ties in ``|rho|`` are counted without a floating-point tolerance. NaN when either variable
-    is constant.
+    is constant or there are fewer than 2 pairs.
     """
     x = np.asarray(x, dtype=float)
     y = np.asarray(y, dtype=float)
     if x.shape != y.shape or x.ndim != 1:
         raise ValueError("x and y must be 1-D and of equal length")
     n = len(x)
+    if n < 2:
+        return float("nan")
     cx = 2 * stats.rankdata(x) - (n + 1)
     cy = 2 * stats.rankdata(y) - (n + 1)
     if np.ptp(cx) == 0 or np.ptp(cy) == 0:
@@ -144,8 +146,9 @@ def aligned_metrics(
 
 
 def _spearman(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
-    """Spearman (rho, two-sided p); (NaN, NaN) when either variable is constant."""
-    if np.ptp(x) == 0 or np.ptp(y) == 0:
+    """Spearman (rho, two-sided p); (NaN, NaN) when either variable is constant or there are
+    fewer than 2 pairs."""
+    if len(x) < 2 or np.ptp(x) == 0 or np.ptp(y) == 0:
         return float("nan"), float("nan")
     res = stats.spearmanr(x, y)
     return float(res.statistic), float(res.pvalue)

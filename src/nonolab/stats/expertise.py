@@ -91,9 +91,12 @@ def first_component(items: pd.DataFrame, composite: pd.Series | None = None) -> 
 
     Keys: ``pc1_share`` (fraction of total variance, 0-1), ``pc1_composite_r`` (Pearson r of the
     PC1 score with ``composite`` on the same participants, sign fixed to be positive; NaN when
-    no composite is given) and ``n`` (participants used).
+    no composite is given) and ``n`` (participants used). Both are NaN when the component is
+    undefined (fewer than 2 complete participants, or an item constant over them).
     """
     x = _z(items.dropna())
+    if len(x) < 2 or not np.isfinite(x.to_numpy()).all():
+        return {"pc1_share": float("nan"), "pc1_composite_r": float("nan"), "n": int(len(x))}
     corr = np.corrcoef(x.to_numpy(), rowvar=False)
     vals, vecs = np.linalg.eigh(corr)
     order = np.argsort(vals)[::-1]
@@ -143,10 +146,17 @@ def reliability(items: pd.DataFrame, composite: pd.Series) -> dict[str, object]:
     """Return the reliability record of the expertise items (``expertise_reliability.json``
     without provenance): Cronbach's ``alpha`` (z-scored items, complete participants), the
     first principal component's variance share ``pc1_share`` and its correlation with the
-    composite ``pc1_composite_r``, participant counts and the item names."""
+    composite ``pc1_composite_r``, participant counts and the item names. When alpha is
+    undefined (fewer than 2 items or complete participants) ``alpha`` is None and
+    ``alpha_status`` says why."""
     pc1 = first_component(items, composite)
+    try:
+        alpha, status = cronbach_alpha(items), None
+    except ValueError as e:
+        alpha, status = None, f"undefined: {e}"
     return {
-        "alpha": cronbach_alpha(items),
+        "alpha": alpha,
+        **({"alpha_status": status} if status else {}),
         "alpha_definition": "Cronbach's alpha of the z-scored items (complete participants)",
         "pc1_share": pc1["pc1_share"],
         "pc1_composite_r": pc1["pc1_composite_r"],

@@ -162,6 +162,10 @@ def fit_crossed(
     msgs = tuple(dict.fromkeys(f"{w.category.__name__}: {w.message}" for w in built))
     X = np.asarray(model.exog, dtype=float)
     y = np.asarray(model.endog, dtype=float)
+    if len(y) <= X.shape[1]:
+        raise ValueError(
+            f"fit_crossed: {len(y)} complete rows for {X.shape[1]} fixed effects in {formula!r}"
+        )
     p_codes, q_codes = _codes(d[participant]), _codes(d[puzzle])
     c = _Cross.of(y, X, [p_codes, q_codes])
     opt = _reml_optimum(c, 2, reml=reml)
@@ -540,7 +544,8 @@ def _reml_minimise(c: _Cross, k: int, start: Sequence[float] | None, *, reml: bo
         if res.fun < best_f - 1e-12:
             best_t, best_f = np.asarray(res.x, dtype=float), float(res.fun)
             best_status, best_msg = int(res.status), str(res.message)
-    assert best_t is not None
+    if best_t is None:  # e.g. a constant outcome: zero residual variance everywhere
+        raise FloatingPointError("REML fit failed at every start")
     for j in range(k):  # boundary faces: variance j fixed at zero
         if start is not None and best_t[j] > 0.2:
             continue  # warm start (bootstrap refits): only faces near the optimum
@@ -663,7 +668,7 @@ def satterthwaite_df(fit: CrossedFit, contrast: Sequence[float] | str) -> float:
     V^-1 X Phi c`` and ``H_ij = -tr(Q V_i Q V_j) + 2 y'P V_i P V_j P y`` (``Q = P`` for REML,
     ``V^-1`` for ML), evaluated in the random-effect space (:func:`_variance_derivatives`)
     without any n x n matrix. NaN when a variance is on the boundary (the Hessian is then not
-    informative).
+    informative) or the Hessian is singular (e.g. each participant rated one puzzle).
     """
     if fit.exog is None or fit.endog is None:
         raise ValueError("satterthwaite_df needs a fit made by fit_crossed")
@@ -677,8 +682,11 @@ def satterthwaite_df(fit: CrossedFit, contrast: Sequence[float] | str) -> float:
         return float("nan")
     c = _Cross.of(fit.endog, fit.exog, _codes_of(fit))
     tau = np.array([fit.var_participant, fit.var_puzzle])
-    phi_cc, g, H, _ = _variance_derivatives(c, tau, fit.var_residual, cvec, reml=fit.reml)
-    A = 2 * np.linalg.inv(H)
+    try:
+        phi_cc, g, H, _ = _variance_derivatives(c, tau, fit.var_residual, cvec, reml=fit.reml)
+        A = 2 * np.linalg.inv(H)
+    except np.linalg.LinAlgError:  # e.g. participant and puzzle confounded: H singular
+        return float("nan")
     return float(2 * phi_cc**2 / (g @ A @ g))
 
 

@@ -233,7 +233,7 @@ def _fixed_row(fit: CrossedFit, term: str, alpha: float = 0.05) -> dict[str, flo
     return {
         "coef": b,
         "se": se,
-        "z": b / se,
+        "z": b / se if se > 0 else float("nan"),  # se 0: a perfect (degenerate) fit
         "p": float(fit.pvalues[term]),
         "ci_low": b - zc * se,
         "ci_high": b + zc * se,
@@ -270,8 +270,12 @@ def behaviour_models(
     k = 0
     for col, label in behaviours.items():
         for m in metrics:
-            fit = fit_crossed(d, f"{col} ~ {m}")
             row = {"behaviour": label, "outcome_column": col, "metric": m}
+            fit, why = _try_fit(d, f"{col} ~ {m}")
+            if fit is None:
+                rows.append(row | _unfitted_row(d, [col, m], why))
+                k += 1
+                continue
             row.update(_fixed_row(fit, m))
             df_s = satterthwaite_df(fit, m) if satterthwaite else float("nan")
             row["df_satt"] = df_s
@@ -305,6 +309,35 @@ def behaviour_models(
     out.insert(out.columns.get_loc("p_satt") + 1, "p_satt_fdr", _p_fdr(out["p_satt"]))
     out.insert(out.columns.get_loc("p_boot") + 1, "p_boot_fdr", _p_fdr(out["p_boot"]))
     return out
+
+
+def _try_fit(d: pd.DataFrame, formula: str) -> tuple[CrossedFit | None, str]:
+    """Return ``(fit_crossed(d, formula), "")``, or ``(None, reason)`` when the model cannot be
+    fitted (no complete rows, e.g. a metric constant over the puzzles; a singular design)."""
+    try:
+        return fit_crossed(d, formula), ""
+    except (ValueError, FloatingPointError, np.linalg.LinAlgError) as e:
+        return None, f"not fitted: {e}"
+
+
+def _unfitted_row(d: pd.DataFrame, cols: Sequence[str], why: str) -> dict[str, object]:
+    """Return the table fields of a model that could not be fitted: estimates NaN, counts of
+    the complete rows, ``converged`` False and the reason in ``warnings``."""
+    used = d.dropna(subset=[*cols, PARTICIPANT, PUZZLE])
+    nan = float("nan")
+    return {
+        **dict.fromkeys(("coef", "se", "z", "p", "ci_low", "ci_high", "df_satt", "p_satt"), nan),
+        "p_boot": nan,
+        "n_boot": 0,
+        "n_boot_failed": 0,
+        "n": int(len(used)),
+        "n_participants": int(used[PARTICIPANT].nunique()),
+        "n_puzzles": int(used[PUZZLE].nunique()),
+        **dict.fromkeys(("var_participant", "var_puzzle", "var_residual", "llf_reml"), nan),
+        "converged": False,
+        "optimiser": "",
+        "warnings": why,
+    }
 
 
 def _fit_summary(fit: CrossedFit) -> dict[str, object]:
@@ -352,8 +385,8 @@ def simple_slopes(
                 "moderator_value": float(w),
                 "slope": b,
                 "se": se,
-                "z": b / se,
-                "p": float(2 * stats.norm.sf(abs(b / se))),
+                "z": b / se if se > 0 else float("nan"),
+                "p": float(2 * stats.norm.sf(abs(b / se))) if se > 0 else float("nan"),
                 "ci_low": b - zc * se,
                 "ci_high": b + zc * se,
             }
@@ -381,7 +414,23 @@ def moderation_models(
     d = attempts.merge(covariates, on=PUZZLE, how="left", validate="many_to_one")
     rows, slopes = [], []
     for m in metrics:
-        fit = fit_crossed(d, f"{outcome} ~ {m} * {moderator}")
+        fit, why = _try_fit(d, f"{outcome} ~ {m} * {moderator}")
+        if fit is None:
+            base = _unfitted_row(d, [outcome, m, moderator], why)
+            common = {k: base[k] for k in ("n", "converged", "warnings", "llf_reml")}
+            fixed = {k: base[k] for k in ("coef", "se", "z", "p", "ci_low", "ci_high")}
+            fixed |= {"df_satt": base["df_satt"], "p_satt": base["p_satt"]}
+            for term in ("Intercept", m, moderator, f"{m}:{moderator}"):
+                rows.append({"metric": m, "term": term, **fixed, **common})
+            for vname in ("var_participant", "var_puzzle", "var_residual"):
+                rows.append({"metric": m, "term": vname, "coef": base[vname], **common})
+            s = pd.DataFrame({"moderator_value": [float(w) for w in at]})
+            for c in ("slope", "se", "z", "p", "ci_low", "ci_high"):
+                s[c] = float("nan")
+            s.insert(0, "metric", m)
+            s["n"] = base["n"]
+            slopes.append(s)
+            continue
         summ = _fit_summary(fit)
         common = {
             "n": fit.n,
