@@ -118,6 +118,7 @@ def test_example_study_files_match_the_schemas():
     _check_study_files(EXAMPLE)
 
 
+@pytest.mark.slow  # every line of the public study's logs (~6 s)
 def test_public_study_files_match_the_schemas(study_dir):
     _check_study_logs(study_dir)
     _check_study_files(study_dir)

@@ -516,7 +516,7 @@ def test_generalisation(design: Design) -> None:
     run_design(design)
 
 
-@settings(max_examples=8, **SETTINGS)
+@settings(max_examples=4, **SETTINGS)
 @_with_examples
 @given(designs(max_participants=40, max_side=10))
 def test_generalisation_fast(design: Design) -> None:
