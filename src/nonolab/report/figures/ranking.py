@@ -52,10 +52,10 @@ def plot_rank_vs_metrics(points: pd.DataFrame, table1: pd.DataFrame) -> Figure:
         )
         for i, a in enumerate(aligns):
             d = points[points["alignment"] == a]
-            bt_rank = d["strength"].rank(ascending=True, method="average")
+            bt_rank = d["strength"].rank(ascending=False, method="average")
             for j, m in enumerate(metrics):
                 ax = axes[i][j]
-                mr = d[m].rank(ascending=True, method="average")
+                mr = d[m].rank(ascending=False, method="average")
                 ax.scatter(mr, bt_rank, color=PALETTE[0 if a == "corrected" else 1], s=14, zorder=3)
                 for x, yv, lab in zip(mr, bt_rank, d["puzzle_id"].astype(str), strict=True):
                     ax.annotate(lab, (x, yv), xytext=(2, 2), textcoords="offset points", fontsize=6)
@@ -66,9 +66,9 @@ def plot_rank_vs_metrics(points: pd.DataFrame, table1: pd.DataFrame) -> Figure:
                         f"{m}\nrho={r['bt_rho']:.3f}, perm p={r['perm_p']:.3f}", fontsize=7
                     )
                 if j == 0:
-                    ax.set_ylabel(f"{a}\nBT rank (1=easiest)")
+                    ax.set_ylabel(f"{a}\nBT rank (1=rated hardest)")
                 if i == len(aligns) - 1:
-                    ax.set_xlabel("metric rank")
+                    ax.set_xlabel("metric rank (1=largest)")
                 n = len(d)
                 ax.set_xlim(0.5, n + 0.5)
                 ax.set_ylim(0.5, n + 0.5)
