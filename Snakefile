@@ -62,6 +62,8 @@ PAPER_TARGETS = [
     "results/tables/behaviour_models.csv",
     "results/tables/moderation.csv",
     "results/tables/simple_slopes.csv",
+    "results/tables/behaviour_models_raw.csv",
+    "results/tables/moderation_raw.csv",
     *(
         [
             "results/tables/themes_vs_difficulty.csv",
