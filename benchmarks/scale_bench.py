@@ -11,13 +11,12 @@ small Python child for the model fits), so its peak resident memory is that proc
 the determinism checks skip ``results/bench/``.
 
 Mixed models: one ``pause_count ~ conflicts + (1|participant) + (1|puzzle)`` REML fit
-(:func:`nonolab.stats.mixed_models.fit_crossed`, statsmodels MixedLM with the two crossed intercepts as
-variance components, started from the direct profiled-REML optimum
-:func:`nonolab.stats.mixed_models.reml_fit_arrays`) on the first ``n`` participants of the largest
-simulated study, for growing ``n``; the direct REML fit alone is timed too, so the table shows
-which part dominates. Both build dense participant indicator matrices (attempts x participants),
-so memory grows with ``attempts * participants``; sizes whose predicted dense design exceeds
-``--model-mem-limit-mb`` are not run and are reported as skipped with the prediction.
+(:func:`nonolab.stats.lmm.fit_crossed`, formula design plus the structure-aware engine) on the
+first ``n`` participants of the largest simulated study, for growing ``n``; the engine alone
+(:func:`nonolab.stats.lmm.reml_fit_arrays`) is timed too, so the table shows which part
+dominates. The participant block is eliminated in closed form, so no attempts x participants
+matrix is built and memory grows with the attempts; a size is not run once the previous one
+took longer than the time limit.
 """
 
 from __future__ import annotations
@@ -99,13 +98,6 @@ def _single_thread_env() -> dict[str, str]:
     return env
 
 
-def dense_design_mb(attempts: int, participants: int, puzzles: int = 6) -> float:
-    """Predicted MB of one dense indicator design (attempts x (participants + puzzles), float64);
-    fit_crossed holds about three such matrices (statsmodels' exog_vc, its own Z, the REML
-    cross-products)."""
-    return attempts * (participants + puzzles) * 8 / 2**20
-
-
 def bench_study(n: int, workdir: Path, seed: int, threshold_s: float) -> dict[str, Any]:
     """Simulate, ingest and compute features for one study of ``n`` participants."""
     study = workdir / f"study_{n}"
@@ -161,21 +153,16 @@ def bench_models(
     time_limit_s: float,
 ) -> list[dict[str, Any]]:
     """Fit the crossed model on growing participant subsets; stop growing after a fit slower
-    than ``time_limit_s``; skip sizes whose dense design is predicted above ``mem_limit_mb``."""
+    than ``time_limit_s``. The engine holds no attempts x participants matrix (the participant
+    block is eliminated in closed form), so memory grows with the attempts; ``mem_limit_mb``
+    is kept for the command line and recorded."""
     rows = []
     env = _single_thread_env()
     slow = False
     for n in sizes:
         attempts = int(round(n * attempts_per_participant))
-        pred = 3 * dense_design_mb(attempts, n)
-        row: dict[str, Any] = {
-            "participants": n,
-            "attempts": attempts,
-            "predicted_dense_mb": round(pred, 1),
-        }
-        if pred > mem_limit_mb:
-            row["skipped"] = f"predicted dense design {pred:.0f} MB > limit {mem_limit_mb:.0f} MB"
-        elif slow:
+        row: dict[str, Any] = {"participants": n, "attempts": attempts}
+        if slow:
             row["skipped"] = f"previous size took longer than {time_limit_s:.0f} s"
         else:
             for mode in ("reml_direct", "fit_crossed"):
