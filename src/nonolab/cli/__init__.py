@@ -63,6 +63,8 @@ EXTRAS: dict[str, str] = {
             "yaml",
             "threadpoolctl",
             "pandera",
+            "tabulate",
+            "jinja2",
             "snakemake",
         ),
         "pipeline",

@@ -15,18 +15,15 @@ import subprocess
 import sys
 from pathlib import Path
 
-#: modules the workflow's rules import (all from the `pipeline` extra, matplotlib from `plot`)
-WORKFLOW_MODULES = (
-    "snakemake",
-    "pandas",
-    "pyarrow",
-    "scipy",
-    "sklearn",
-    "statsmodels",
-    "choix",
-    "jsonschema",
-    "yaml",
-    "matplotlib",
+from nonolab.cli import EXTRAS
+
+#: modules the workflow's rules import: every optional dependency of the `pipeline` extra and
+#: matplotlib from `plot` (nonolab.cli.EXTRAS), Snakemake first
+WORKFLOW_MODULES = tuple(
+    sorted(
+        (m for m, extra in EXTRAS.items() if extra in ("pipeline", "plot")),
+        key=lambda m: m != "snakemake",
+    )
 )
 
 
