@@ -9,28 +9,30 @@ from __future__ import annotations
 
 import argparse
 import math
+from collections.abc import Callable
 
 
-def positive_int(text: str) -> int:
-    """Return ``text`` as a whole number of at least 1."""
-    try:
-        n = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"needs a whole number, not {text!r}") from None
-    if n < 1:
-        raise argparse.ArgumentTypeError(f"needs a whole number of at least 1, not {text}")
-    return n
+def _whole_number_at_least(minimum: int) -> Callable[[str], int]:
+    """Return the ``type=`` function that reads a whole number of at least ``minimum``."""
+
+    def convert(text: str) -> int:
+        try:
+            n = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"needs a whole number, not {text!r}") from None
+        if n < minimum:
+            raise argparse.ArgumentTypeError(
+                f"needs a whole number of at least {minimum}, not {text}"
+            )
+        return n
+
+    return convert
 
 
-def non_negative_int(text: str) -> int:
-    """Return ``text`` as a whole number of at least 0."""
-    try:
-        n = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"needs a whole number, not {text!r}") from None
-    if n < 0:
-        raise argparse.ArgumentTypeError(f"needs a whole number of at least 0, not {text}")
-    return n
+#: ``text`` as a whole number of at least 1
+positive_int = _whole_number_at_least(1)
+#: ``text`` as a whole number of at least 0
+non_negative_int = _whole_number_at_least(0)
 
 
 def positive_seconds(text: str) -> float:
