@@ -56,35 +56,34 @@ def remaining_encoding(puzzle: Puzzle, state: GridState, encoding: str = "order"
                 elif v == 0:
                     enc.clauses.append([-(r * w + c + 1)])
         return enc
-    h, w = puzzle.height, puzzle.width
-    full_r, full_c = (1 << w) - 1, (1 << h) - 1
-    rpl: list = []
-    for r in range(h):
-        f, e = state.row_fill[r], state.row_empty[r]
-        if f | e == full_r:
-            rpl.append(SKIP)
-            continue
-        if not f | e:
-            rpl.append(None)  # nothing known: the packed ranges are exact
-            continue
-        pl = line_placements(puzzle.rows[r], w, f, e)
-        if pl is None:
-            raise Contradiction(f"row {r}")
-        rpl.append(pl)
-    cpl: list = []
-    for c in range(w):
-        f, e = state.col_fill[c], state.col_empty[c]
-        if f | e == full_c:
-            cpl.append(SKIP)
-            continue
-        if not f | e:
-            cpl.append(None)
-            continue
-        pl = line_placements(puzzle.cols[c], h, f, e)
-        if pl is None:
-            raise Contradiction(f"column {c}")
-        cpl.append(pl)
+    rpl = _line_plans(puzzle.rows, state.row_fill, state.row_empty, puzzle.width, "row")
+    cpl = _line_plans(puzzle.cols, state.col_fill, state.col_empty, puzzle.height, "column")
     return encode_order(puzzle, known=known, row_placements=rpl, col_placements=cpl)
+
+
+def _line_plans(
+    clues: Sequence[Sequence[int]],
+    fills: Sequence[int],
+    empties: Sequence[int],
+    length: int,
+    kind: str,
+) -> list:
+    """Return, per line, :data:`SKIP` (fully known), None (nothing known: the packed ranges are
+    exact) or the block-start placements still feasible; ``fills``/``empties`` are the known
+    cells as bit masks. Raises :class:`Contradiction` naming the line when none is."""
+    full = (1 << length) - 1
+    plans: list = []
+    for i, (clue, f, e) in enumerate(zip(clues, fills, empties, strict=True)):
+        if f | e == full:
+            plans.append(SKIP)
+        elif not f | e:
+            plans.append(None)
+        else:
+            pl = line_placements(clue, length, f, e)
+            if pl is None:
+                raise Contradiction(f"{kind} {i}")
+            plans.append(pl)
+    return plans
 
 
 def resolve_solver(name: str, n_unknown: int) -> str:
