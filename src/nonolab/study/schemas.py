@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 import pandera.pandas as pa
 import yaml
-from pandera.errors import SchemaError, SchemaErrors
+from pandera.errors import SchemaError, SchemaErrorReason, SchemaErrors
 
 from nonolab.core.tables import write_table
 from nonolab.study.presets import SCHEMA_DIR
@@ -217,19 +217,32 @@ def validate_table(df: pd.DataFrame, name: str, *, mode: Mode = "coerced") -> No
     "write": only the values, as they will be written); no
     missing values in non-nullable columns; ``enum``, ``minimum`` and ``maximum``; unique keys.
     """
-    if list(df.columns) != columns(name):
-        raise TableSchemaError(
-            f"table {name}: columns {list(df.columns)} != schema {columns(name)}"
-        )
-    for col, prop in table_schema(name)["properties"].items():
-        if not _types(prop)[1] and df[col].isna().any():
-            raise TableSchemaError(f"table {name}: column {col} has missing values")
     try:
         _pandera(name, mode).validate(df.reset_index(drop=True))
     except (SchemaError, SchemaErrors) as e:
-        key = table_schema(name).get("x-unique")
-        what = f"duplicate rows for key {key}: " if "not unique" in str(e) else ""
-        raise TableSchemaError(f"table {name}: {what}{e}") from e
+        raise TableSchemaError(f"table {name}: {_explain(e, df, name)}") from e
+
+
+_COLUMN_REASONS = {
+    SchemaErrorReason.COLUMN_NOT_IN_DATAFRAME,
+    SchemaErrorReason.COLUMN_NOT_IN_SCHEMA,
+    SchemaErrorReason.COLUMN_NOT_ORDERED,
+}
+
+
+def _explain(e: SchemaError | SchemaErrors, df: pd.DataFrame, name: str) -> str:
+    """Return pandera's finding in the terms of the schema file: the columns against the
+    declared ones, the column with missing values, or the duplicated key; else pandera's text."""
+    errors = e.schema_errors if isinstance(e, SchemaErrors) else [e]
+    reasons = {err.reason_code for err in errors}
+    if reasons & _COLUMN_REASONS:
+        return f"columns {list(df.columns)} != schema {columns(name)}"
+    nulls = [err for err in errors if err.reason_code == SchemaErrorReason.SERIES_CONTAINS_NULLS]
+    if nulls:
+        return f"column {nulls[0].schema.name} has missing values"
+    if "not unique" in str(e):
+        return f"duplicate rows for key {table_schema(name).get('x-unique')}: {e}"
+    return str(e)
 
 
 def read_table(path: str | os.PathLike, name: str) -> pd.DataFrame:
