@@ -65,6 +65,12 @@ def changes(published: float, corrected: float, decimals: int) -> bool:
     return bool(round(float(corrected), decimals) != round(float(published), decimals))
 
 
+def _reproduces(reproduced: float, published: float, decimals: int) -> str:
+    """Return ``"reproduces"`` when ``reproduced`` rounds to ``published`` at ``decimals``
+    (within half a unit of the last published digit), else ``"differs from"`` (evidence text)."""
+    return "reproduces" if abs(reproduced - published) < 0.5 * 10**-decimals else "differs from"
+
+
 def decimals_of(text: str) -> int:
     """Return the number of decimals written in a number ``text`` (e.g. ``"7,387.1"`` -> 1)."""
     text = text.strip().rstrip("%")
@@ -116,7 +122,7 @@ def table1_rows(
             rep, cor = float(e[f"published_{stat}"]), float(e[f"corrected_{stat}"])
             if not changes(p_val, cor, decimals):
                 continue
-            match = "reproduces" if abs(rep - p_val) < 0.5 * 10**-decimals else "differs from"
+            match = _reproduces(rep, p_val, decimals)
             evidence = (
                 f"table1_erratum.csv: the row-position alignment {match} the published value "
                 f"({rep:.3f}); the clue-hash alignment gives {cor:.3f}"
@@ -287,7 +293,7 @@ def bootstrap_rows(
             rep = float(s.loc[pid, f"{col}_published_semantics"])
             if not changes(p_val, cor, decimals):
                 continue
-            match = "reproduces" if abs(rep - p_val) < 0.5 * 10**-decimals else "differs from"
+            match = _reproduces(rep, p_val, decimals)
             evidence = (
                 f"bt_strengths.csv: the k-squared weighting {match} the published bound "
                 f"({rep:.3f}); weight k gives {cor:.3f}"
