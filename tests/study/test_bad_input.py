@@ -23,8 +23,10 @@ from synth_study import (
 )
 
 from nonolab.sat.puzzles import PuzzleError
+from nonolab.study.features import attempt_features
 from nonolab.study.ingest import ingest_study
 from nonolab.study.presets import REPO, StudyError, load_preset, resolve_preset
+from nonolab.study.schemas import validate_table
 
 N_GOOD = len(good_session())
 
@@ -330,6 +332,29 @@ def test_no_post_survey(tmp_path):
     rat = res.tables["ratings"]
     assert rat[rat.participant_id == "Bad-p1"]["final_difficulty"].isna().all()
     assert (res.tables["attempts"].participant_id == "Bad-p1").sum() == 3
+    assert_good_intact(res)
+
+
+def test_session_without_completion_event(tmp_path):
+    """The solved flags are missing, the attempts are kept and the features table is valid."""
+    ends = ("completed_all_three", "ended_without_full_completion")
+    events = [e for e in good_session() if e["type"] not in ends]
+    res = ingest(study_with(tmp_path, events))
+    led = ledger_for(res)
+    assert led[["level", "reason", "action"]].values.tolist() == [
+        [
+            "participant",
+            "no completion event: the platform's solved and skipped flags are missing",
+            "kept",
+        ]
+    ]
+    att = res.tables["attempts"]
+    assert att[att.participant_id == "Bad-p1"]["solved"].isna().all()
+    feats = attempt_features(res.tables, 2.0)
+    validate_table(feats, "features")
+    mine = feats[feats.participant_id == "Bad-p1"]
+    assert mine["solved"].isna().all() and mine["time_to_solve_s"].notna().all()
+    assert feats[feats.participant_id == "Good-p2"]["solved"].notna().all()
     assert_good_intact(res)
 
 

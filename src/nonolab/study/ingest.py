@@ -532,6 +532,9 @@ def _ingest_participant(
         return None
     if "post" not in surveys:
         ledger.add("participant", rel, pid, "no post-survey: final ratings missing", "kept")
+    if not any(e.type in COMPLETION_EVENTS for e in events):
+        why = "no completion event: the platform's solved and skipped flags are missing"
+        ledger.add("participant", rel, pid, why, "kept")
     hashes = {q: hash_of[q] if hash_of else puzzles[q].hash for q in queue}
     sess = _Session(rel, pid, ledger, puzzles, queue, start, surveys, bounds, hashes, excluded)
     rows, n_used, ignored = _event_rows(sess, events)
@@ -795,6 +798,10 @@ def _event_fields(
     if e.type == "session_start_three":
         return {"schedule_idx": f.get("schedule_idx")}
     return {}
+
+
+# The events that close a session and carry the platform's solved/skipped flags.
+COMPLETION_EVENTS = ("completed_all_three", "ended_without_full_completion")
 
 
 def _completion_flags(events: list[Event], n: int) -> list[tuple[bool | None, bool | None]]:
