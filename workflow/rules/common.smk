@@ -81,3 +81,5 @@ def keep_initial_rating_sentinel():
 # The preset's published statistics table in pool order (he2026), which defines the `published`
 # alignment of Table 1 and the models (METHODS 2); None for studies without one.
 PUBLISHED_POOL_STATISTICS = study_path("published.selected_six_stats")
+# Captions name the published alignment only for studies that have one.
+config["published_alignment"] = PUBLISHED_POOL_STATISTICS is not None
