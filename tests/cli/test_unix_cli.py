@@ -300,3 +300,31 @@ def test_progress_draws_on_a_terminal_and_clears_its_line():
 def test_generate_progress_stays_off_captured_stderr(capsys):
     assert main(["generate", "--height", "4", "--width", "4", "--count", "3", "--seed", "1"]) == 0
     assert capsys.readouterr().err == ""
+
+
+def test_stats_shows_progress_per_puzzle_on_a_terminal(tmp_path, monkeypatch, capsys):
+    """``nonolab stats`` over a pool of puzzles moves a progress line on a terminal."""
+    out = tmp_path / "pool.json"
+    assert (
+        main(
+            [
+                "generate",
+                "--height",
+                "4",
+                "--width",
+                "4",
+                "--count",
+                "3",
+                "--seed",
+                "1",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
+    tty = _Tty()
+    monkeypatch.setattr(sys, "stderr", tty)
+    assert main(["stats", str(out), "--solver", "minisat22", "--encoding", "block_start"]) == 0
+    assert "\rstats: 3/3 [" in tty.getvalue()
+    assert len(capsys.readouterr().out.strip().splitlines()) == 1 + 3

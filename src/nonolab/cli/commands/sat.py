@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -34,6 +35,7 @@ def _encodings(names: list[str] | None) -> list[str]:
 
 
 def _stats(args: argparse.Namespace) -> int:
+    from nonolab.core.progress import Progress
     from nonolab.measure.puzzle_files import read_puzzles
     from nonolab.measure.tables import stats_table
     from nonolab.sat.solvers import STUDY_SOLVERS
@@ -44,13 +46,20 @@ def _stats(args: argparse.Namespace) -> int:
     except KeyError as exc:
         raise ValueError(str(exc.args[0])) from None
     solvers = args.solver or list(STUDY_SOLVERS)
-    df = stats_table(
-        puzzles,
-        encodings,
-        solvers,
-        conf_budget=args.conf_budget,
-        time_limit_s=args.time_limit,
-    )
+    with Progress(len(puzzles), "stats") as bar:
+
+        def counted() -> Iterator[Puzzle]:
+            for p in puzzles:  # the bar moves once all of a puzzle's rows are done
+                yield p
+                bar.update()
+
+        df = stats_table(
+            counted(),
+            encodings,
+            solvers,
+            conf_budget=args.conf_budget,
+            time_limit_s=args.time_limit,
+        )
     if args.json:
         for rec in df.to_dict("records"):
             print(json.dumps(rec, default=str))
