@@ -43,3 +43,30 @@ def test_write_table_is_byte_identical_on_rerun(tmp_path):
         write_table(DF, tmp_path / run / "t.csv", formats=("csv", "md", "tex"), caption="c")
         out.append([(tmp_path / run / f"t.{ext}").read_bytes() for ext in ("csv", "md", "tex")])
     assert out[0] == out[1]
+
+
+def test_file_hash_is_read_once_and_follows_every_change(tmp_path, monkeypatch):
+    """file_sha256 equals hashlib's digest of the bytes, reads an unchanged file once, and any
+    write (even one keeping the size) gives the new content's digest."""
+    import builtins
+    import hashlib
+    import os
+
+    from nonolab.core.hashing import file_sha256
+
+    f = tmp_path / "log.ndjson"
+    f.write_bytes(b'{"type": "move"}\n')
+    assert file_sha256(f) == hashlib.sha256(f.read_bytes()).hexdigest()
+    opened = []
+    real_open = builtins.open
+    monkeypatch.setattr(
+        builtins, "open", lambda p, *a, **k: opened.append(p) or real_open(p, *a, **k)
+    )
+    for _ in range(3):
+        assert file_sha256(f) == hashlib.sha256(f.read_bytes()).hexdigest()
+    assert str(f.resolve()) not in [str(p) for p in opened]
+    monkeypatch.setattr(builtins, "open", real_open)
+    st = f.stat()
+    f.write_bytes(b'{"type": "hint"}\n')  # same size
+    os.utime(f, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000))
+    assert file_sha256(f) == hashlib.sha256(b'{"type": "hint"}\n').hexdigest()
