@@ -12,12 +12,11 @@ from __future__ import annotations
 
 import re
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import yaml
+from snake import snakemake
 
 from nonolab.sim.events import simulate_study
 from nonolab.sim.model import SimParams
@@ -45,12 +44,7 @@ def _snakemake(workdir: Path, study: Path, *opts: str, sat_puzzles: str) -> str:
     over["sat"] = {**sat, "puzzles": sat_puzzles}
     configs = [REPO / "config" / "config.yaml", workdir / "overrides.yaml"]
     (workdir / "overrides.yaml").write_text(yaml.safe_dump(over))
-    cmd = [
-        sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"),
-        "--directory", str(workdir), "--cores", "1", *opts,
-        "--configfile", *map(str, configs), "--", *TARGETS,
-    ]  # fmt: skip
-    res = subprocess.run(cmd, capture_output=True, text=True, cwd=workdir)
+    res = snakemake(*TARGETS, opts=opts, directory=workdir, configfiles=configs, cwd=workdir)
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
     return res.stdout + res.stderr
 

@@ -3,13 +3,11 @@ empty table of a study without published files (the example study, through Snake
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import numpy as np
 import pandas as pd
 import pytest
 from public_study import study_ingest
+from snake import snakemake
 
 from nonolab.stats import errata
 from nonolab.stats.pauses import pause_threshold
@@ -218,22 +216,11 @@ def test_example_study_preset_names_no_published_files():
 def test_example_study_errata_table_is_empty(tmp_path):
     """The example study's preset names no published files: the rule needs no upstream output
     and writes an empty table with a note."""
-    cmd = [
-        sys.executable,
-        "-m",
-        "snakemake",
-        "--snakefile",
-        str(REPO / "Snakefile"),
-        "--directory",
-        str(tmp_path),
-        "--cores",
-        "1",
-        "--config",
-        f"study_dir={REPO / 'data' / 'example-study'}",
-        "--",
+    out = snakemake(
         "results/tables/errata.csv",
-    ]
-    out = subprocess.run(cmd, capture_output=True, text=True)
+        directory=tmp_path,
+        config={"study_dir": REPO / "data" / "example-study"},
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     t = pd.read_csv(tmp_path / "results/tables/errata.csv")
     assert t.empty and list(t.columns) == errata.ERRATA_COLUMNS

@@ -4,9 +4,10 @@ after the rule and its wildcards), and `snakemake paper` plans only the paper's 
 from __future__ import annotations
 
 import re
-import subprocess
 import sys
 from pathlib import Path
+
+from snake import snakemake
 
 REPO = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
@@ -71,22 +72,11 @@ def test_every_working_rule_declares_a_benchmark_file():
 
 
 def _dry_run(tmp_path: Path, *targets: str) -> str:
-    res = subprocess.run(
-        [
-            str(BIN / "snakemake"),
-            "-n",
-            "--cores",
-            "1",
-            "-s",
-            str(REPO / "Snakefile"),
-            "--directory",
-            str(tmp_path),
-            *targets,
-            "--config",
-            "study_dir=data/example-study",
-        ],
-        capture_output=True,
-        text=True,
+    res = snakemake(
+        *targets,
+        opts=["-n"],
+        directory=tmp_path,
+        config={"study_dir": "data/example-study"},
         timeout=300,
     )
     assert res.returncode == 0, res.stderr[-3000:]

@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
+from snake import CONFIG, snakemake
 
 REPO = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
@@ -30,22 +31,8 @@ def _run(workdir: Path, *extra: str) -> subprocess.CompletedProcess:
     workdir.mkdir(parents=True)
     tiny = workdir / "tiny.yaml"
     tiny.write_text(TINY)
-    return subprocess.run(
-        [
-            str(BIN / "snakemake"),
-            "--snakefile",
-            str(REPO / "Snakefile"),
-            *extra,
-            "--configfile",
-            str(REPO / "config" / "config.yaml"),
-            str(tiny),
-            "--",
-            "pool",
-        ],
-        cwd=workdir,
-        capture_output=True,
-        text=True,
-        timeout=600,
+    return snakemake(
+        "pool", opts=extra, configfiles=[CONFIG, tiny], cores=None, cwd=workdir, timeout=600
     )
 
 

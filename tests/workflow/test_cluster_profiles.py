@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from snake import CONFIG, snakemake
 
 REPO = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
@@ -73,23 +74,12 @@ def test_local_cluster_commands_exist_and_are_executable():
 
 def test_slurm_profile_dry_run(tmp_path):
     pytest.importorskip("snakemake_executor_plugin_slurm")
-    res = subprocess.run(
-        [
-            str(BIN / "snakemake"),
-            "-n",
-            "--profile",
-            str(PROFILES / "slurm"),
-            "--snakefile",
-            str(REPO / "Snakefile"),
-            "--directory",
-            str(tmp_path),
-            "--configfile",
-            str(REPO / "config" / "config.yaml"),
-            "--",
-            "pool",
-        ],
-        capture_output=True,
-        text=True,
+    res = snakemake(
+        "pool",
+        opts=["-n", "--profile", str(PROFILES / "slurm")],
+        directory=tmp_path,
+        configfiles=[CONFIG],
+        cores=None,
         timeout=300,
     )
     assert res.returncode == 0, (res.stdout + res.stderr)[-3000:]

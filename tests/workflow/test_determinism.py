@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import hashlib
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from snake import CONFIG, snakemake
 
 REPO = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
@@ -45,23 +45,7 @@ def table_hashes(workdir: Path) -> dict[str, str]:
 
 
 def run_all(workdir: Path) -> None:
-    res = subprocess.run(
-        [
-            str(BIN / "snakemake"),
-            "--snakefile",
-            str(REPO / "Snakefile"),
-            "--configfile",
-            str(REPO / "config" / "config.yaml"),
-            "--cores",
-            "2",
-            "--",
-            "all",
-        ],
-        cwd=workdir,
-        capture_output=True,
-        text=True,
-        timeout=3600,
-    )
+    res = snakemake("all", configfiles=[CONFIG], cores=2, cwd=workdir, timeout=3600)
     assert res.returncode == 0, (res.stdout + res.stderr)[-5000:]
 
 

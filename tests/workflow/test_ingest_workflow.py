@@ -3,39 +3,25 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import pandas as pd
 import pytest
+from snake import CONFIG
+from snake import snakemake as run_snakemake
 
 from nonolab.study.features import compare_published
-from nonolab.study.presets import REPO
 
 pytestmark = pytest.mark.study
 
 
 def snakemake(workdir, study_dir, *targets):
-    cmd = [
-        sys.executable,
-        "-m",
-        "snakemake",
-        "--snakefile",
-        str(REPO / "Snakefile"),
-        "--configfile",
-        str(REPO / "config" / "config.yaml"),
-        "--directory",
-        str(workdir),
-        "--cores",
-        "1",
-        "--rerun-triggers",
-        "mtime",
-        "--config",
-        f"study_dir={study_dir}",
-        "--",
+    out = run_snakemake(
         *targets,
-    ]
-    out = subprocess.run(cmd, capture_output=True, text=True)
+        directory=workdir,
+        configfiles=[CONFIG],
+        config={"study_dir": study_dir},
+        opts=["--rerun-triggers", "mtime"],
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     return out
 

@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
+from snake import CONFIG, snakemake
 
 from nonolab.study.schemas import columns
 
@@ -136,24 +137,11 @@ def small_config(root: Path) -> Path:
 
 
 def run_models(root: Path, *extra: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [
-            str(BIN / "snakemake"),
-            "-s",
-            str(REPO / "Snakefile"),
-            "--configfile",
-            str(small_config(root)),
-            "--cores",
-            "1",
-            "--allowed-rules",
-            *MODEL_RULES,
-            *extra,
-            "--",
-            *TARGETS,
-        ],
+    return snakemake(
+        *TARGETS,
+        opts=["--allowed-rules", *MODEL_RULES, *extra],
+        configfiles=[small_config(root)],
         cwd=root,
-        capture_output=True,
-        text=True,
         timeout=600,
     )
 
@@ -184,23 +172,11 @@ def test_pause_counts_inconsistent_with_gaps_stop_the_rule(tmp_path):
     att = pd.read_csv(tmp_path / "results/features/attempts.csv")
     att.loc[0, "pause_count"] += 1
     att.to_csv(tmp_path / "results/features/attempts.csv", index=False)
-    res = subprocess.run(
-        [
-            str(BIN / "snakemake"),
-            "-s",
-            str(REPO / "Snakefile"),
-            "--configfile",
-            str(REPO / "config" / "config.yaml"),
-            "--cores",
-            "1",
-            "--allowed-rules",
-            "threshold_sensitivity",
-            "--",
-            "results/tables/threshold_sensitivity.csv",
-        ],
+    res = snakemake(
+        "results/tables/threshold_sensitivity.csv",
+        opts=["--allowed-rules", "threshold_sensitivity"],
+        configfiles=[CONFIG],
         cwd=tmp_path,
-        capture_output=True,
-        text=True,
         timeout=600,
     )
     assert res.returncode != 0

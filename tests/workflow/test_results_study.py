@@ -6,11 +6,10 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from snake import snakemake
 
 from nonolab.sim.events import simulate_study
 from nonolab.sim.model import SimParams
@@ -22,12 +21,9 @@ REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "data" / "example-study"
 
 
-def _snakemake(workdir: Path, *args: str, study: Path | None = None):
-    cmd = [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile")]
-    cmd += ["--directory", str(workdir), "--cores", "1", *args]
-    if study is not None:
-        cmd += ["--config", f"study_dir={study}"]
-    return subprocess.run(cmd, capture_output=True, text=True, cwd=REPO)
+def _snakemake(workdir: Path, *targets: str, opts=(), study: Path | None = None):
+    config = {"study_dir": study} if study is not None else None
+    return snakemake(*targets, opts=opts, directory=workdir, config=config)
 
 
 @pytest.fixture(scope="module")
@@ -47,12 +43,12 @@ def test_ingest_records_the_study_and_another_study_is_refused(tmp_path, two_stu
     assert rec["fingerprint"] == study_fingerprint(b, resolve_preset(b))
     # the default config names the example study: refused, whatever is asked (run or report)
     for args in (("-n",), ("--report", str(tmp_path / "r.html"))):
-        other = _snakemake(tmp_path, *args)
+        other = _snakemake(tmp_path, opts=args)
         assert other.returncode != 0
         out = other.stdout + other.stderr
         assert "belong to the study" in out and str(b.resolve()) in out
     # the same study again plans nothing new
-    again = _snakemake(tmp_path, "-n", "results/ingest/summary.json", study=b)
+    again = _snakemake(tmp_path, "results/ingest/summary.json", opts=["-n"], study=b)
     assert again.returncode == 0 and "Nothing to be done" in again.stdout + again.stderr
 
 
@@ -73,7 +69,7 @@ def test_moved_copy_of_the_study_is_the_same_study(tmp_path, two_studies):
 
 
 def test_missing_study_folder_is_an_error(tmp_path):
-    run = _snakemake(tmp_path, "-n", study=tmp_path / "nowhere")
+    run = _snakemake(tmp_path, opts=["-n"], study=tmp_path / "nowhere")
     assert run.returncode != 0 and "does not exist" in run.stdout + run.stderr
 
 

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import subprocess
 import sys
 from pathlib import Path
 
 import pandas as pd
+from snake import CONFIG, snakemake
 
 from nonolab.measure.tables import metrics_and_timings
 from nonolab.sat.formats import read_puzzles
@@ -18,14 +18,12 @@ BIN = Path(sys.executable).parent
 
 def test_sat_rule_on_example_study(tmp_path):
     targets = ["results/sat/metrics.csv", "results/sat/uniqueness.csv"]
-    cmd = [str(BIN / "snakemake"), *targets, "-s", str(REPO / "Snakefile"), "-d", str(tmp_path)]
     cfg = tmp_path / "sat.yaml"
     cfg.write_text(
         "sat:\n  puzzles: study\n  solvers: [minisat22, cadical195]\n"
         "  encodings: [block_start]\n  uniqueness_solver: glucose42\n  conf_budget: null\n"
     )
-    cmd += ["--cores", "1", "--configfile", str(REPO / "config/config.yaml"), str(cfg)]
-    res = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO)
+    res = snakemake(*targets, directory=tmp_path, configfiles=[CONFIG, cfg])
     assert res.returncode == 0, res.stderr[-3000:]
     metrics = pd.read_csv(tmp_path / "results/sat/metrics.csv", dtype={"puzzle_id": str})
     puzzles = read_puzzles(REPO / "data/example-study/nonograms_6.json")

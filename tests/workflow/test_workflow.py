@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from snake import snakemake
 
 REPO = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
@@ -47,16 +48,6 @@ with SnakemakeApi(OutputSettings(quiet={"all"})) as api:
         })
 print("RULES-JSON" + json.dumps(out))
 """
-
-
-def _snakemake(*args: str, cwd: Path = REPO, timeout: int = 300) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [str(BIN / "snakemake"), *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
 
 
 @pytest.fixture(scope="module")
@@ -108,7 +99,7 @@ def test_no_rule_runs_inside_the_snakemake_process(rules):
 
 
 def test_lint_is_clean():
-    res = _snakemake("--lint", "--configfile", str(CONFIG))
+    res = snakemake(opts=["--lint"], configfiles=[CONFIG], cores=None)
     out = res.stdout + res.stderr
     assert res.returncode == 0, out[-4000:]
     assert "Congratulations, your workflow is in a good condition" in out, out[-4000:]
@@ -124,13 +115,9 @@ def test_snakefmt_check():
 
 def test_dry_run_of_all_and_named_targets(tmp_path):
     for target in ("all", "pool_paper"):
-        res = _snakemake(
-            "-n", "--configfile", str(CONFIG), "--directory", str(tmp_path), target, cwd=REPO
-        )
+        res = snakemake(target, opts=["-n"], configfiles=[CONFIG], directory=tmp_path)
         assert res.returncode == 0, (res.stdout + res.stderr)[-4000:]
-    res = _snakemake(
-        "-n", "--configfile", str(CONFIG), "--directory", str(tmp_path), "pool_paper", cwd=REPO
-    )
+    res = snakemake("pool_paper", opts=["-n"], configfiles=[CONFIG], directory=tmp_path)
     shards = [ln for ln in res.stdout.splitlines() if ln.strip().startswith("pool_shard ")]
     assert shards and shards[0].split()[-1] == "8", res.stdout[-2000:]
 
@@ -140,17 +127,7 @@ def test_pool_size_and_shards_are_only_a_config_change(tmp_path):
     given after the main one (Snakemake merges config files key by key)."""
     big = tmp_path / "pool-100k.yaml"
     big.write_text("pool:\n  size: 100000\n  shards: 500\n")
-    res = _snakemake(
-        "-n",
-        "--directory",
-        str(tmp_path),
-        "--configfile",
-        str(CONFIG),
-        str(big),
-        "--",
-        "pool",
-        cwd=REPO,
-    )
+    res = snakemake("pool", opts=["-n"], directory=tmp_path, configfiles=[CONFIG, big])
     out = res.stdout + res.stderr
     assert res.returncode == 0, out[-4000:]
     counts = {
@@ -162,16 +139,12 @@ def test_pool_size_and_shards_are_only_a_config_change(tmp_path):
 
 
 def test_misspelt_pool_key_is_a_config_error(tmp_path):
-    res = _snakemake(
-        "-n",
-        "--configfile",
-        str(CONFIG),
-        "--directory",
-        str(tmp_path),
+    res = snakemake(
         "pool",
-        "--config",
-        "pool={sizes: 10}",
-        cwd=REPO,
+        opts=["-n"],
+        configfiles=[CONFIG],
+        directory=tmp_path,
+        config={"pool": "{sizes: 10}"},
     )
     assert res.returncode != 0
     assert "sizes" in res.stdout + res.stderr
@@ -180,16 +153,6 @@ def test_misspelt_pool_key_is_a_config_error(tmp_path):
 def test_more_shards_than_puzzles_is_refused_at_planning(tmp_path):
     bad = tmp_path / "bad.yaml"
     bad.write_text("pool:\n  size: 3\n  shards: 5\n")
-    res = _snakemake(
-        "-n",
-        "--directory",
-        str(tmp_path),
-        "--configfile",
-        str(CONFIG),
-        str(bad),
-        "--",
-        "pool",
-        cwd=REPO,
-    )
+    res = snakemake("pool", opts=["-n"], directory=tmp_path, configfiles=[CONFIG, bad])
     assert res.returncode != 0
     assert "shards=5 must be between 1 and size=3" in res.stdout + res.stderr
