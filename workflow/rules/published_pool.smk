@@ -1,0 +1,64 @@
+# Stage: published pool statistics. How redundant the three SAT metrics are (pool and selected
+# puzzles), where the served puzzles fall in the candidate pool under both alignments, the
+# Spearman of difficulty with per-puzzle mean behaviour, and how many distinct puzzle sequences
+# the sessions were served. Library: nonolab.stats.pool_stats, nonolab.stats.correlations.
+
+
+# The preset's candidate-pool statistics and the platform's schedule (he2026; absent: skipped).
+PUBLISHED_POOL = study_path("published.pool_statistics")
+ASSIGNMENT_SCHEDULE = study_path("assignment_schedule")
+PUBLISHED_POOL_INPUTS = {
+    "attempts": "results/features/attempts.csv",
+    "metrics": "results/sat/metrics.csv",
+    "strengths": "results/tables/bt_strengths.csv",
+    **({"pool": PUBLISHED_POOL} if PUBLISHED_POOL else {}),
+    **({"selected": PUBLISHED_POOL_STATISTICS} if PUBLISHED_POOL_STATISTICS else {}),
+    **({"schedule": ASSIGNMENT_SCHEDULE} if ASSIGNMENT_SCHEDULE else {}),
+}
+
+
+rule published_pool:
+    input:
+        **PUBLISHED_POOL_INPUTS,
+    output:
+        correlation=report(
+            "results/tables/sat_metric_correlation.csv",
+            caption="../report/sat_metric_correlation.rst",
+            category="Puzzle pool",
+        ),
+        vif="results/tables/sat_metric_vif.csv",
+        representativeness=report(
+            "results/tables/selection_representativeness.csv",
+            caption="../report/selection_representativeness.rst",
+            category="Puzzle pool",
+        ),
+        behaviour="results/tables/bt_vs_behaviour.csv",
+        selections="results/tables/ordered_selections.json",
+    log:
+        "results/logs/published_pool.log",
+    benchmark:
+        "results/bench/rules/published_pool.tsv"
+    conda:
+        "../../envs/nonolab.yaml"
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=5,
+    params:
+        solver=config["ranking"]["main_solver"],
+        encoding=config["ranking"]["main_encoding"],
+        rating=config["ranking"]["rating"],
+        per_session=PRESET["puzzles_per_session"],
+    script:
+        "../../scripts/published_pool.py"
+
+
+ALL_TARGETS.extend(
+    [
+        "results/tables/sat_metric_correlation.csv",
+        "results/tables/sat_metric_vif.csv",
+        "results/tables/selection_representativeness.csv",
+        "results/tables/bt_vs_behaviour.csv",
+        "results/tables/ordered_selections.json",
+    ]
+)
