@@ -10,7 +10,7 @@ import pytest
 
 from nonolab.measure.tables import read_pool_statistics
 from nonolab.stats import pool_stats as ps
-from nonolab.stats.correlations import bh_fdr, behaviour_spearman
+from nonolab.stats.correlations import behaviour_spearman, bh_fdr
 
 # x and z: r = 4 / sqrt(5 * 5) = 0.8 (deviations -1.5, -.5, .5, 1.5 and -1.5, .5, -.5, 1.5);
 # w = (1, -1, -1, 1) has mean 0 and is orthogonal to both deviation vectors.
@@ -62,9 +62,7 @@ def _toy_selection():
 
 def test_selection_pool_ids_published_is_row_position_corrected_is_identity():
     served, sizes, selected = _toy_selection()
-    ids = ps.selection_pool_ids(selected, served, sizes).set_index(
-        ["alignment", "experiment_id"]
-    )
+    ids = ps.selection_pool_ids(selected, served, sizes).set_index(["alignment", "experiment_id"])
     assert ids.loc["published", "pool_puzzle_id"].tolist() == ["7", "8", "9"]
     assert ids.loc["published", "source_hash"].tolist() == ["h7", "h8", "h9"]
     assert ids.loc["corrected", "pool_puzzle_id"].tolist() == ["7", "9", "8"]
