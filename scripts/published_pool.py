@@ -27,10 +27,9 @@ schedule = None
 if "schedule" in inp.keys():
     with open(inp.schedule, encoding="utf-8") as fh:
         schedule = json.load(fh)["sequences"]
+idx = read_table(inp.participants, "participants")["schedule_idx"]
 n_puzzles = metrics["puzzle_hash"].nunique()
-selections = ordered_selections(attempts, n_puzzles, p.per_session, schedule)
-for name, table in tables.items():
-    logging.info("%s:\n%s", name, table.to_string())
+selections = ordered_selections(attempts, n_puzzles, p.per_session, schedule, idx)
 logging.info("ordered selections: %s", selections)
 kw = {"inputs": list(inp), "params": {"solver": p.solver, "encoding": p.encoding}}
 note = f"{p.solver}, {p.encoding}; pool: {'yes' if pool is not None else 'none'}."

@@ -97,6 +97,8 @@ def test_ordered_selections_counts():
     assert got["possible_ordered"] == 6 and got["possible_unordered"] == 1
     assert got["participants"] == 3 and got["complete_sessions"] == 3
     assert got["schedule_size"] == 2 and got["all_in_schedule"] is False
+    got = ps.ordered_selections(att, 3, 3, schedule_idx=[0, 0, None, 4])
+    assert got["distinct_schedule_idx"] == 2 and got["max_schedule_idx"] == 4
 
 
 def test_bh_fdr_by_hand():

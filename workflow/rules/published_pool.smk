@@ -9,6 +9,7 @@ PUBLISHED_POOL = study_path("published.pool_statistics")
 ASSIGNMENT_SCHEDULE = study_path("assignment_schedule")
 PUBLISHED_POOL_INPUTS = {
     "attempts": "results/features/attempts.csv",
+    "participants": "results/ingest/participants.csv",
     "metrics": "results/sat/metrics.csv",
     "strengths": "results/tables/bt_strengths.csv",
     **({"pool": PUBLISHED_POOL} if PUBLISHED_POOL else {}),

@@ -162,7 +162,11 @@ def selection_representativeness(
 
 
 def ordered_selections(
-    attempts: pd.DataFrame, n_puzzles: int, per_session: int, schedule: Sequence | None = None
+    attempts: pd.DataFrame,
+    n_puzzles: int,
+    per_session: int,
+    schedule: Sequence | None = None,
+    schedule_idx: Sequence | None = None,
 ) -> dict[str, int | bool]:
     """Return counts of the puzzle sequences the sessions were served.
 
@@ -170,8 +174,10 @@ def ordered_selections(
     ``distinct_ordered`` (distinct sequences by ``order``), ``possible_ordered``
     (``n_puzzles P per_session``), ``distinct_unordered`` (distinct puzzle sets),
     ``possible_unordered`` (``n_puzzles C per_session``), ``complete_sessions`` (participants
-    with ``per_session`` attempts) and, when a ``schedule`` (list of sequences) is given,
-    ``schedule_size`` and ``all_in_schedule``.
+    with ``per_session`` attempts), when a ``schedule`` (list of sequences) is given,
+    ``schedule_size`` and ``all_in_schedule``, and when the sessions' ``schedule_idx``
+    (pointers into it; missing values ignored) are given, ``distinct_schedule_idx`` and
+    ``max_schedule_idx``.
     """
     seq = (
         attempts.sort_values(["participant_id", "order"])
@@ -190,6 +196,10 @@ def ordered_selections(
         known = {tuple(str(x) for x in s) for s in schedule}
         out["schedule_size"] = len(known)
         out["all_in_schedule"] = bool(seq.isin(known).all())
+    if schedule_idx is not None:
+        idx = pd.Series(schedule_idx).dropna().astype(int)
+        out["distinct_schedule_idx"] = idx.nunique()
+        out["max_schedule_idx"] = int(idx.max()) if len(idx) else -1
     return out
 
 
