@@ -54,6 +54,41 @@ rule published_pool:
         "../../scripts/published_pool.py"
 
 
+# The codebook with one example answer per code (the paper's Table 4), when the preset names a
+# codebook and coded responses.
+CODEBOOK = study_path("themes.codebook")
+HAS_CODEBOOK = HAS_THEMES and CODEBOOK is not None and Path(CODEBOOK).is_file()
+
+
+rule codebook_examples:
+    input:
+        codebook=CODEBOOK or "(the preset names no codebook)",
+        coded=CODED_RESPONSES or "(the preset names no coded-responses file)",
+    output:
+        table=report(
+            "results/tables/codebook_examples.csv",
+            caption="../report/codebook_examples.rst",
+            category="Themes",
+        ),
+    log:
+        "results/logs/codebook_examples.log",
+    benchmark:
+        "results/bench/rules/codebook_examples.tsv"
+    conda:
+        "../../envs/nonolab.yaml"
+    threads: 1
+    resources:
+        mem_mb=500,
+        runtime=5,
+    params:
+        overrides=PRESET.get("themes", {}).get("example_overrides", {}),
+        max_chars=PRESET.get("themes", {}).get("example_max_chars", 180),
+    script:
+        "../../scripts/codebook_examples.py"
+
+
+if HAS_CODEBOOK:
+    ALL_TARGETS.append("results/tables/codebook_examples.csv")
 ALL_TARGETS.extend(
     [
         "results/tables/sat_metric_correlation.csv",
