@@ -7,17 +7,22 @@ Table 4 against nonolab.study.codebook."""
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
+import yaml
 from public_study import study_ingest
 
+from nonolab.stats.themes import load_coded_responses, select_coded_responses, theme_tables
 from nonolab.study.codebook import codebook_examples
+from nonolab.study.features import attempt_features
 from nonolab.study.presets import resolve_preset
 
 pytestmark = pytest.mark.study
 
+REPO = Path(__file__).resolve().parents[2]
 TC = "analyze-data/out_features/text_coding"
 RIYAD = "riyad-analysis/derived"
 
@@ -142,3 +147,22 @@ def test_codebook_table4_examples(study_dir):
     assert list(ours) == list(pub) and len(ours) == 21
     assert ours == pub
     assert np.sum([q.endswith("\u2026") for _, q in pub.values()]) == 1
+
+
+def test_themes_tables_are_the_same_with_either_export(study_dir):
+    """No code differs between the exports, so the themes stage gives identical tables."""
+    preset = resolve_preset(study_dir).data
+    tables = study_ingest(str(study_dir)).tables
+    att = attempt_features(tables, preset["published"]["pause_threshold_s"])
+    conv = yaml.safe_load((REPO / "config/config.yaml").read_text())["themes"]["convergent"]
+    ids = set(tables["participants"]["participant_id"])
+    got = []
+    for folder in (RIYAD, TC):
+        coded, _ = select_coded_responses(
+            load_coded_responses(study_dir / folder / "coded_responses.csv"), ids
+        )
+        got.append(theme_tables(coded, att, conv))
+    (a, _, na), (b, _, nb) = got
+    assert na == nb == 167
+    for name in a:
+        pd.testing.assert_frame_equal(a[name], b[name])
