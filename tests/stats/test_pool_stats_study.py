@@ -143,6 +143,11 @@ def test_bt_vs_sat_rows_with_fdr(attempts, metrics, strengths, study_dir):
     np.testing.assert_allclose(t1[cols].astype(float), sat[cols].astype(float), atol=1e-12)
     # BH by hand over the three SAT p-values: 0.6228 * 3 / 2 for the two tied smallest.
     assert sat.loc["decisions", "bt_p_fdr"] == pytest.approx(sat.loc["decisions", "bt_p"] * 1.5)
+    # Corrected: p = 0.3965, 0.3965, 0.3375 -> 1.0125, 0.5948, 0.3965 -> running minimum
+    # from the largest p: every adjusted p is the largest raw p.
+    cor = table1(strengths, raw_mean_rating(attempts), aligned).query("alignment == 'corrected'")
+    assert cor["bt_p"].round(4).tolist() == [0.3965, 0.3965, 0.3375]
+    assert cor["bt_p_fdr"].tolist() == pytest.approx([cor["bt_p"].max()] * 3)
 
 
 def test_bt_vs_behaviour_rows(attempts, strengths, study_dir):

@@ -289,12 +289,13 @@ def erratum_table(t1: pd.DataFrame, solver: str, encoding: str) -> pd.DataFrame:
     """Return the published and corrected alignments side by side for one solver x encoding.
 
     One row per metric; columns ``<alignment>_<stat>`` for ``bt_rho``, ``bt_p``, ``perm_p``,
-    ``raw_rho``, ``raw_p``. Raises ``ValueError`` when that solver x encoding is absent.
+    ``raw_rho``, ``raw_p``, ``bt_p_fdr``, ``raw_p_fdr``. Raises ``ValueError`` when that
+    solver x encoding is absent.
     """
     sel = t1[(t1["solver"] == solver) & (t1["encoding"] == encoding)]
     if sel.empty:
         raise ValueError(f"Table 1 has no rows for solver {solver!r}, encoding {encoding!r}")
-    cols = ["bt_rho", "bt_p", "perm_p", "raw_rho", "raw_p"]
+    cols = ["bt_rho", "bt_p", "perm_p", "raw_rho", "raw_p", "bt_p_fdr", "raw_p_fdr"]
     wide = sel.pivot(index="metric", columns="alignment", values=cols)
     order = [a for a in ("published", "corrected") if a in set(sel["alignment"])]
     wide.columns = [f"{a}_{c}" for c, a in wide.columns]
