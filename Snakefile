@@ -65,6 +65,7 @@ PAPER_TARGETS = [
     "results/tables/selection_representativeness.csv",
     "results/tables/bt_vs_behaviour.csv",
     "results/tables/ordered_selections.json",
+    *(["results/tables/codebook_examples.csv"] if HAS_CODEBOOK else []),
     "results/tables/behaviour_models.csv",
     "results/tables/moderation.csv",
     "results/tables/simple_slopes.csv",
