@@ -8,6 +8,7 @@ that reason instead of a tolerance."""
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import pandas as pd
@@ -188,3 +189,20 @@ def test_ordered_selections_are_48_not_67(attempts, study_dir):
     pub = _published(study_dir, "behavioral_features.csv").sort_values(["participant_id", "order"])
     seq = pub.groupby("participant_id")["puzzle_id"].apply(tuple)
     assert len(seq) == 67 and seq.nunique() == 48
+
+
+def test_latex_table1_rendering(attempts, metrics, strengths, study_dir):
+    """The first table of correlation_tables_latex.txt (tab:bt-vs-sat) is Table 1 at three
+    decimals under the published alignment."""
+    tex = (study_dir / "analyze-data/latex/figures/correlation_tables_latex.txt").read_text()
+    block = tex.split(r"\label{tab:bt-vs-sat}")[0]
+    rows = re.findall(r"^(\w+) & ([-+.\d]+) & ([.\d]+) & ([-+.\d]+) & ([.\d]+) \\\\", block, re.M)
+    aligned = study_alignments(
+        attempts, metrics, study_dir / "selected_six_nonogram_stats.csv", "block_start"
+    )
+    t1 = table1(strengths, raw_mean_rating(attempts), aligned).query("alignment == 'published'")
+    t1 = t1.set_index("metric")
+    assert [r[0] for r in rows] == ["Decisions", "Propagations", "Conflicts"]
+    for name, *vals in rows:
+        row = t1.loc[name.lower(), ["bt_rho", "bt_p", "raw_rho", "raw_p"]]
+        assert [float(v) for v in vals] == [round(float(x), 3) for x in row]
