@@ -133,3 +133,15 @@ def test_read_pool_statistics_renames_and_keeps_row_order(tmp_path):
     p.write_text("puzzle_id,decisions\n1,2\n")
     with pytest.raises(ValueError, match="lacks columns"):
         read_pool_statistics(p)
+
+
+def test_pool_tables_without_pool_or_published_selection():
+    served, sizes, _ = _toy_selection()
+    metrics = sizes.assign(solver="s", encoding="e", decisions=[1, 2, 4])
+    metrics = metrics.assign(propagations=[10, 30, 20], conflicts=[0, 1, 1])
+    other = metrics.assign(solver="t")
+    t = ps.pool_tables(served, pd.concat([metrics, other]), solver="s", encoding="e")
+    assert set(t["correlation"]["sample"]) == {"selected"}
+    assert (t["correlation"]["n"] == 3).all() and len(t["vif"]) == 3
+    rep = t["representativeness"]
+    assert rep.empty and "conflicts_percentile" in rep.columns
