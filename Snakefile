@@ -23,6 +23,7 @@ include: "workflow/rules/linesolve.smk"
 include: "workflow/rules/pool.smk"
 include: "workflow/rules/pauses.smk"
 include: "workflow/rules/ranking.smk"
+include: "workflow/rules/published_pool.smk"
 include: "workflow/rules/themes.smk"
 include: "workflow/rules/errata.smk"
 include: "workflow/rules/models.smk"
@@ -59,6 +60,12 @@ PAPER_TARGETS = [
     "results/tables/bt_lr_test.json",
     "results/tables/table1_spearman.csv",
     "results/tables/table1_erratum.csv",
+    "results/tables/sat_metric_correlation.csv",
+    "results/tables/sat_metric_vif.csv",
+    "results/tables/selection_representativeness.csv",
+    "results/tables/bt_vs_behaviour.csv",
+    "results/tables/ordered_selections.json",
+    *(["results/tables/codebook_examples.csv"] if HAS_CODEBOOK else []),
     "results/tables/behaviour_models.csv",
     "results/tables/moderation.csv",
     "results/tables/simple_slopes.csv",

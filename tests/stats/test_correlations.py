@@ -119,7 +119,12 @@ def test_table1_and_erratum_on_a_toy_study():
     assert t.query("solver == 't' and metric == 'decisions'")["bt_rho"].isna().all()
     e = erratum_table(t, "s", "e")
     assert e["metric"].tolist() == ["decisions", "propagations", "conflicts"]
-    assert e.columns[1:6].str.startswith("published_").all()
-    assert e.columns[6:].str.startswith("corrected_").all()
+    assert e.columns[1:8].str.startswith("published_").all()
+    assert e.columns[8:].str.startswith("corrected_").all()
+    # BH over the three metrics of one alignment x solver x encoding
+    fam = t.query("alignment == 'corrected' and solver == 's'")
+    p = np.sort(fam["bt_p"].to_numpy())
+    want = np.minimum.accumulate((p * 3 / np.arange(1, 4))[::-1])[::-1].clip(max=1)
+    assert np.sort(fam["bt_p_fdr"].to_numpy()) == pytest.approx(want)
     with pytest.raises(ValueError, match="no rows"):
         erratum_table(t, "zz", "e")

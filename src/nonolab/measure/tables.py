@@ -116,6 +116,30 @@ def parse_solver_statistics(path: str | Path) -> pd.DataFrame:
     return pd.DataFrame(read_solver_statistics(path))
 
 
+POOL_STATISTICS_COLUMNS = {"nvars_input": "variables", "nclauses_input": "clauses"}
+
+
+def read_pool_statistics(path: str | Path) -> pd.DataFrame:
+    """Return a pool statistics table in the study's own format (he2026:
+    ``nonogram_solver_stats.csv``, ``selected_six_nonogram_stats.csv``) in its row order.
+
+    Columns: ``pool_puzzle_id`` (str, the pool's own id), ``variables`` and ``clauses`` (the
+    encoding's input sizes, from ``nvars_input``/``nclauses_input``), ``decisions``,
+    ``propagations``, ``conflicts``, ``restarts`` (counts). An unnamed leading index column is
+    dropped. Raises :class:`ValueError` naming a missing column.
+    """
+    df = pd.read_csv(path)
+    df = df.drop(columns=[c for c in df.columns if str(c).startswith("Unnamed")])
+    df = df.rename(columns={**POOL_STATISTICS_COLUMNS, "puzzle_id": "pool_puzzle_id"})
+    need = ["pool_puzzle_id", "variables", "clauses", *STAT_COLUMNS]
+    missing = [c for c in need if c not in df.columns]
+    if missing:
+        raise ValueError(f"{path}: pool statistics table lacks columns {missing}")
+    out = df[need].copy()
+    out["pool_puzzle_id"] = out["pool_puzzle_id"].astype(str)
+    return out.reset_index(drop=True)
+
+
 def compare_published(
     metrics: pd.DataFrame, published: pd.DataFrame, encoding: str = "block_start"
 ) -> pd.DataFrame:

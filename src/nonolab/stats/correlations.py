@@ -18,6 +18,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import pandas as pd
 from scipy import stats
+from statsmodels.stats.multitest import multipletests
 
 METRICS: tuple[str, ...] = ("decisions", "propagations", "conflicts")
 TABLE1_COLUMNS = [
@@ -32,6 +33,8 @@ TABLE1_COLUMNS = [
     "raw_p",
     "perm_p",
     "raw_perm_p",
+    "bt_p_fdr",
+    "raw_p_fdr",
 ]
 
 
@@ -154,6 +157,17 @@ def _spearman(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
     return float(res.statistic), float(res.pvalue)
 
 
+def bh_fdr(p: Sequence[float] | pd.Series) -> np.ndarray:
+    """Return Benjamini-Hochberg adjusted p-values (statsmodels ``fdr_bh``) over the finite
+    entries of ``p``, in input order; NaN entries stay NaN and are not counted."""
+    p = np.asarray(p, dtype=float)
+    out = np.full(p.shape, np.nan)
+    ok = np.isfinite(p)
+    if ok.any():
+        out[ok] = multipletests(p[ok], method="fdr_bh")[1]
+    return out
+
+
 def table1(
     strengths: pd.DataFrame,
     raw_means: pd.Series,
@@ -168,8 +182,10 @@ def table1(
     ``strengths``: ``puzzle_id``, ``strength``; ``raw_means``: mean final rating indexed by
     ``puzzle_id``; ``aligned``: alignment name -> :func:`aligned_metrics` output. One row per
     alignment x solver x encoding x metric (columns :data:`TABLE1_COLUMNS`); ``perm_p`` and
-    ``raw_perm_p`` are permutation p-values (:func:`spearman_permutation_p`). Statistics are
-    NaN for a metric that is constant over the puzzles (e.g. no conflicts anywhere).
+    ``raw_perm_p`` are permutation p-values (:func:`spearman_permutation_p`); ``bt_p_fdr``
+    and ``raw_p_fdr`` adjust ``bt_p``/``raw_p`` by :func:`bh_fdr` over the metrics of one
+    alignment x solver x encoding (the published family). Statistics are NaN for a metric
+    that is constant over the puzzles (e.g. no conflicts anywhere).
     """
     bt = strengths.assign(puzzle_id=strengths["puzzle_id"].astype(str)).set_index("puzzle_id")
     raw = raw_means.copy()
@@ -199,7 +215,58 @@ def table1(
                         "raw_perm_p": spearman_permutation_p(xr, y, exact_max_n, n_perm, seed),
                     }
                 )
-    return pd.DataFrame(rows, columns=TABLE1_COLUMNS)
+    out = pd.DataFrame(rows, columns=TABLE1_COLUMNS)
+    if len(out):
+        family = out.groupby(["alignment", "solver", "encoding"], sort=False)
+        for col in ("bt", "raw"):
+            out[f"{col}_p_fdr"] = family[f"{col}_p"].transform(bh_fdr)
+    return out
+
+
+BEHAVIOUR_AGGREGATES: tuple[str, ...] = ("time_to_solve_s", "error_count", "hint_count")
+BEHAVIOUR_SPEARMAN_COLUMNS = [
+    "predictor",
+    "n",
+    "bt_rho",
+    "bt_p",
+    "raw_rho",
+    "raw_p",
+    "bt_p_fdr",
+    "raw_p_fdr",
+]
+
+
+def behaviour_spearman(
+    strengths: pd.DataFrame,
+    raw_means: pd.Series,
+    attempts: pd.DataFrame,
+    features: Sequence[str] = BEHAVIOUR_AGGREGATES,
+) -> pd.DataFrame:
+    """Return Spearman rho/p of BT strength and of the raw mean rating with each puzzle's mean
+    behaviour (mean over its attempts with a value; seconds or counts).
+
+    ``strengths``: ``puzzle_id``, ``strength``; ``raw_means``: :func:`raw_mean_rating`;
+    ``attempts``: ``puzzle_id`` and the ``features`` columns. One row per feature (columns
+    :data:`BEHAVIOUR_SPEARMAN_COLUMNS`); ``*_p_fdr``: :func:`bh_fdr` over the features. The
+    joins are by the puzzle's own id, so no SAT alignment is involved.
+    """
+    bt = strengths.assign(puzzle_id=strengths["puzzle_id"].astype(str)).set_index("puzzle_id")
+    raw = raw_means.copy()
+    raw.index = raw.index.astype(str)
+    means = attempts.groupby(attempts["puzzle_id"].astype(str))[list(features)].mean()
+    ids = [i for i in means.index if i in bt.index and i in raw.index]
+    rows = []
+    for f in features:
+        y = means.loc[ids, f].to_numpy(dtype=float)
+        rb = _spearman(bt.loc[ids, "strength"].to_numpy(dtype=float), y)
+        rr = _spearman(raw.loc[ids].to_numpy(dtype=float), y)
+        rows.append(
+            {"predictor": f, "n": len(ids), "bt_rho": rb[0], "bt_p": rb[1], "raw_rho": rr[0]}
+            | {"raw_p": rr[1]}
+        )
+    out = pd.DataFrame(rows, columns=BEHAVIOUR_SPEARMAN_COLUMNS)
+    out["bt_p_fdr"], out["raw_p_fdr"] = bh_fdr(out["bt_p"]), bh_fdr(out["raw_p"])
+    return out
 
 
 def table1_captions(t1: pd.DataFrame, solver: str, encoding: str) -> tuple[str, str]:
@@ -222,12 +289,13 @@ def erratum_table(t1: pd.DataFrame, solver: str, encoding: str) -> pd.DataFrame:
     """Return the published and corrected alignments side by side for one solver x encoding.
 
     One row per metric; columns ``<alignment>_<stat>`` for ``bt_rho``, ``bt_p``, ``perm_p``,
-    ``raw_rho``, ``raw_p``. Raises ``ValueError`` when that solver x encoding is absent.
+    ``raw_rho``, ``raw_p``, ``bt_p_fdr``, ``raw_p_fdr``. Raises ``ValueError`` when that
+    solver x encoding is absent.
     """
     sel = t1[(t1["solver"] == solver) & (t1["encoding"] == encoding)]
     if sel.empty:
         raise ValueError(f"Table 1 has no rows for solver {solver!r}, encoding {encoding!r}")
-    cols = ["bt_rho", "bt_p", "perm_p", "raw_rho", "raw_p"]
+    cols = ["bt_rho", "bt_p", "perm_p", "raw_rho", "raw_p", "bt_p_fdr", "raw_p_fdr"]
     wide = sel.pivot(index="metric", columns="alignment", values=cols)
     order = [a for a in ("published", "corrected") if a in set(sel["alignment"])]
     wide.columns = [f"{a}_{c}" for c, a in wide.columns]

@@ -21,8 +21,8 @@ from typing import TypeVar
 import numpy as np
 import pandas as pd
 from scipy import stats
-from statsmodels.stats.multitest import multipletests
 
+from nonolab.stats.correlations import bh_fdr as _p_fdr
 from nonolab.stats.lmm import (
     PARTICIPANT,
     PUZZLE,
@@ -56,17 +56,6 @@ BEHAVIOURS: dict[str, str] = {
 }
 METRICS: tuple[str, ...] = ("decisions", "propagations", "conflicts")
 METRIC_TRANSFORMS: tuple[str, ...] = ("log1p_z", "z", "raw")
-
-
-def _p_fdr(p: Sequence[float] | pd.Series) -> np.ndarray:
-    """Return Benjamini-Hochberg adjusted p-values (statsmodels ``fdr_bh``) of the finite
-    entries of ``p``, in its order; NaN stays NaN (unitless)."""
-    p = np.asarray(p, dtype=float)
-    out = np.full_like(p, np.nan)
-    ok = np.isfinite(p)
-    if ok.any():
-        out[ok] = multipletests(p[ok], method="fdr_bh")[1]
-    return out
 
 
 def metric_covariates(

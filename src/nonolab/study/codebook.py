@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import csv
 import re
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 from nonolab.study.presets import StudyError
@@ -128,3 +129,80 @@ def coded_themes_ledger(
     book = study_dir / themes["codebook"] if "codebook" in themes else None
     known = codebook_codes(book) if book is not None and book.is_file() else None
     return check_coded_themes(coded, participant_ids, known, themes["coded_responses"]), coded
+
+
+_SECTION = re.compile(r"^##\s+(\w+)")
+_ENTRY = re.compile(r"^\|\s*`([A-Z][A-Z_]*)`\s*\|([^|]*)\|([^|]*)\|")
+
+
+def codebook_entries(path: str | Path) -> list[dict[str, str]]:
+    """Return the codebook's codes in file order, one dict each: ``category`` (the first word of
+    the ``## `` heading above the code's table, e.g. ``Difficulty``, ``Strategy``), ``code``,
+    ``name`` and ``definition`` (the table's second and third cells, stripped)."""
+    out, category = [], ""
+    for line in Path(path).read_text(encoding="utf-8").splitlines():
+        line = line.strip()
+        if m := _SECTION.match(line):
+            category = m.group(1)
+        elif m := _ENTRY.match(line):
+            code, name, definition = (g.strip() for g in m.groups())
+            out.append({"category": category, "code": code, "name": name, "definition": definition})
+    return out
+
+
+def truncate_quote(text: str, max_chars: int = 180) -> str:
+    """Return ``text`` with runs of whitespace collapsed; when longer than ``max_chars``
+    characters, cut at the last word boundary within them and end with an ellipsis."""
+    text = " ".join(text.split())
+    if len(text) <= max_chars:
+        return text
+    head = text[: max_chars + 1]
+    cut = head.rsplit(" ", 1)[0] if " " in head else text[:max_chars]
+    return cut.rstrip() + "\u2026"
+
+
+def code_examples(
+    responses: Iterable[tuple[str, Sequence[str], str]],
+    overrides: Mapping[str, str] | None = None,
+) -> dict[str, tuple[str, str]]:
+    """Return one example response per code: ``code -> (response_id, text)``.
+
+    ``responses``: ``(response_id, codes, text)``. For each code, the response carrying that
+    code alone is preferred over one carrying several, then the shorter text, then the smaller
+    ``response_id``. ``overrides`` (code -> response_id) replace a choice by hand; each must be
+    a response carrying that code alone, else :class:`ValueError`.
+    """
+    best: dict[str, tuple[int, int, str, str]] = {}
+    by_id: dict[str, tuple[Sequence[str], str]] = {}
+    for rid, codes, text in responses:
+        by_id[rid] = (codes, text)
+        for code in codes:
+            key = (0 if len(codes) == 1 else 1, len(text), rid, text)
+            if code not in best or key < best[code]:
+                best[code] = key
+    out = {code: (k[2], k[3]) for code, k in best.items()}
+    for code, rid in (overrides or {}).items():
+        if rid not in by_id or list(by_id[rid][0]) != [code]:
+            raise ValueError(f"example override {rid!r} for {code!r} is not coded {code!r} alone")
+        out[code] = (rid, by_id[rid][1])
+    return out
+
+
+def codebook_examples(
+    codebook: str | Path,
+    responses: Iterable[tuple[str, Sequence[str], str]],
+    overrides: Mapping[str, str] | None = None,
+    max_chars: int = 180,
+) -> list[dict[str, str]]:
+    """Return the codebook table with examples (the paper's Table 4): one dict per codebook
+    code in file order with ``category``, ``code``, ``name``, ``response_id`` and ``example``
+    (:func:`truncate_quote` of the :func:`code_examples` choice; both empty when no response
+    carries the code)."""
+    examples = code_examples(responses, overrides)
+    rows = []
+    for e in codebook_entries(codebook):
+        rid, text = examples.get(e["code"], ("", ""))
+        quote = truncate_quote(text, max_chars) if text else ""
+        rows.append({k: e[k] for k in ("category", "code", "name")} | {"response_id": rid})
+        rows[-1]["example"] = quote
+    return rows
