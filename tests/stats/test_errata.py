@@ -8,6 +8,7 @@ import pandas as pd
 import pytest
 from public_study import study_ingest
 from snake import snakemake
+from statsmodels.stats.multitest import multipletests
 
 from nonolab.stats import errata
 from nonolab.stats.pauses import pause_threshold
@@ -132,7 +133,15 @@ def test_public_study_table1_rows(study_dir):
     assert [f"{r['corrected']:.3f}" for r in bt] == ["0.429", "0.429", "0.478"]
     assert all(r["conclusion_changes"].startswith("yes: sign") for r in bt)
     # |rho| of the raw conflicts correlation is unchanged, so its p is no erratum.
-    assert "Table 1 raw p, conflicts" not in got and len(rows) == 11
+    assert "Table 1 raw p, conflicts" not in got and len(rows) == 11 + 3
+    # the BH adjustment of the three BT p-values, published 0.934 / 0.934 / 1.000
+    fdr = [got[f"Table 1 BT p (FDR), {m}"] for m in ("decisions", "propagations", "conflicts")]
+    bt_p = [got[f"Table 1 BT p, {m}"]["corrected"] for m in ("decisions", "propagations")]
+    bt_p.append(err.set_index("metric").loc["conflicts", "corrected_bt_p"])
+    want = multipletests(bt_p, method="fdr_bh")[1]
+    assert [f"{r['published']:.3f}" for r in fdr] == ["0.934", "0.934", "1.000"]
+    np.testing.assert_allclose([r["corrected"] for r in fdr], want, rtol=1e-12)
+    assert all(r["conclusion_changes"] == "no: p >= 0.05 either way" for r in fdr)
     assert {r["cause"] for r in rows} == {errata.CAUSE_TABLE1}
 
 

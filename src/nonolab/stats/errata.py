@@ -11,7 +11,7 @@ bootstrap's k-squared weighting (BT strength intervals) and the theme tests' FDR
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -97,62 +97,143 @@ def _significance(p_pub: float, p_corr: float, alpha: float) -> str:
     return f"yes: p {'<' if a else '>='} {alpha:g} published, {'<' if b else '>='} corrected"
 
 
-def table1_rows(
-    erratum: pd.DataFrame, published: pd.DataFrame, alpha: float = 0.05, decimals: int = 3
-) -> list[dict]:
-    """Return the errata rows of Table 1 (Spearman rho and p of BT strength and of the raw mean
-    rating against each SAT metric).
+def _sign_change(published: float, corrected: float, decimals: int) -> str | None:
+    """Return ``"negative -> positive"`` (etc.) when the rounded signs differ, else None."""
+    sp, sc = np.sign(round(published, decimals)), np.sign(round(corrected, decimals))
+    if sp == sc:
+        return None
+    sign = {-1.0: "negative", 0.0: "zero", 1.0: "positive"}
+    return f"{sign[sp]} -> {sign[sc]}"
 
-    ``erratum``: ``results/tables/table1_erratum.csv`` (``metric``, ``published_*`` and
-    ``corrected_*`` of ``bt_rho``, ``bt_p``, ``raw_rho``, ``raw_p``); ``published``: the
-    published statistics file (he2026: ``stats_bt_vs_sat.csv``: ``predictor_type``,
-    ``predictor``, ``bt_rho``, ``bt_p``, ``raw_rho``, ``raw_p``). Values are compared at
-    ``decimals`` (the published table's 3)."""
-    if "published_bt_rho" not in erratum.columns:
-        return []
-    pub = published[published["predictor_type"] == "sat_metric"].set_index("predictor")
+
+def aligned_rows(
+    published: pd.DataFrame,
+    ours: pd.DataFrame,
+    *,
+    keys: Mapping[str, str],
+    columns: Mapping[str, str],
+    quantity: str,
+    source: str,
+    cause: str = CAUSE_TABLE1,
+    p_of: Mapping[str, str] | None = None,
+    p_columns: Sequence[str] = (),
+    alpha: float = 0.05,
+    decimals: int = 3,
+) -> list[dict]:
+    """Return the errata rows of a table that nonolab computes under both SAT-statistics
+    alignments, one per published value whose corrected value differs at ``decimals``.
+
+    ``published``: the published table; ``ours``: nonolab's table with an ``alignment`` column
+    (``published`` = the row-position join reproduced, ``corrected`` = joined by clue hash).
+    ``keys`` maps each key column of ``ours`` to its published name, ``columns`` each value
+    column label (a column of ``ours``) to its published name. ``quantity`` is formatted with
+    the key values and ``label`` (e.g. ``"Table 1 {label}, {metric}"``); ``source`` names
+    nonolab's table in the evidence. ``p_of`` maps a value column to the column of its p-value:
+    the conclusion then says whether the sign or the significance at ``alpha`` changes; a
+    p-value column (a value of ``p_of`` or one of ``p_columns``) gets the significance; any
+    other column the sign only.
+    """
+    p_of = dict(p_of or {})
+    p_cols = set(p_of.values()) | set(p_columns)
+    pub = published.rename(columns={v: k for k, v in keys.items()})
+    by_align = {
+        a: ours[ours["alignment"] == a].set_index(list(keys)) for a in ("published", "corrected")
+    }
     rows = []
-    names = {"bt_rho": "BT rho", "bt_p": "BT p", "raw_rho": "raw rho", "raw_p": "raw p"}
-    for _, e in erratum.iterrows():
-        metric = e["metric"]
-        if metric not in pub.index:
+    for _, prow in pub.iterrows():
+        key = tuple(prow[k] for k in keys)
+        key = key[0] if len(key) == 1 else key
+        if any(key not in t.index for t in by_align.values()):
             continue
-        for stat, label in names.items():
-            p_val = float(pub.loc[metric, stat])
-            rep, cor = float(e[f"published_{stat}"]), float(e[f"corrected_{stat}"])
+        rep_row, cor_row = by_align["published"].loc[key], by_align["corrected"].loc[key]
+        names = dict(zip(keys, key if isinstance(key, tuple) else (key,), strict=True))
+        for col, pub_col in columns.items():
+            p_val = float(prow[pub_col])
+            rep, cor = float(rep_row[col]), float(cor_row[col])
             if not changes(p_val, cor, decimals):
                 continue
-            match = _reproduces(rep, p_val, decimals)
             evidence = (
-                f"table1_erratum.csv: the row-position alignment {match} the published value "
-                f"({rep:.3f}); the clue-hash alignment gives {cor:.3f}"
+                f"{source}: the row-position alignment {_reproduces(rep, p_val, decimals)} "
+                f"the published value ({rep:.{decimals}f}); the clue-hash alignment gives "
+                f"{cor:.{decimals}f}"
             )
-            if stat.endswith("rho"):
-                kind = stat.split("_")[0]
-                sp, sc = np.sign(round(p_val, decimals)), np.sign(round(cor, decimals))
-                p_pub = float(pub.loc[metric, f"{kind}_p"])
-                p_cor = float(e[f"corrected_{kind}_p"])
-                if sp != sc:
-                    sign = {-1.0: "negative", 0.0: "zero", 1.0: "positive"}
-                    conclusion = f"yes: sign {sign[sp]} -> {sign[sc]}; " + _significance(
-                        p_pub, p_cor, alpha
-                    ).replace("no: ", "significance unchanged, ").replace("yes: ", "")
-                else:
-                    conclusion = _significance(p_pub, p_cor, alpha)
-            else:
+            if col in p_of:
+                p_pub = float(prow[columns.get(p_of[col], p_of[col])])
+                significance = _significance(p_pub, float(cor_row[p_of[col]]), alpha)
+                flip = _sign_change(p_val, cor, decimals)
+                conclusion = significance
+                if flip is not None:
+                    conclusion = f"yes: sign {flip}; " + significance.replace(
+                        "no: ", "significance unchanged, "
+                    ).replace("yes: ", "")
+            elif col in p_cols:
                 conclusion = _significance(p_val, cor, alpha)
+            else:
+                flip = _sign_change(p_val, cor, decimals)
+                conclusion = "no: same sign" if flip is None else f"yes: sign {flip}"
             rows.append(
                 _row(
-                    f"Table 1 {label}, {metric}",
+                    quantity.format(label=col, **names),
                     p_val,
                     rep,
                     cor,
-                    CAUSE_TABLE1,
+                    cause,
                     evidence,
                     conclusion,
                 )
             )
     return rows
+
+
+#: Table 1 statistics in the errata: column -> label.
+TABLE1_LABELS = {
+    "bt_rho": "BT rho",
+    "bt_p": "BT p",
+    "raw_rho": "raw rho",
+    "raw_p": "raw p",
+    "bt_p_fdr": "BT p (FDR)",
+}
+
+
+def table1_rows(
+    erratum: pd.DataFrame, published: pd.DataFrame, alpha: float = 0.05, decimals: int = 3
+) -> list[dict]:
+    """Return the errata rows of Table 1 (Spearman rho and p of BT strength and of the raw mean
+    rating against each SAT metric, and the BT p-values' BH adjustment when both tables have
+    it).
+
+    ``erratum``: ``results/tables/table1_erratum.csv`` (``metric``, ``published_*`` and
+    ``corrected_*`` of ``bt_rho``, ``bt_p``, ``raw_rho``, ``raw_p``, ``bt_p_fdr``);
+    ``published``: the published statistics file (he2026: ``stats_bt_vs_sat.csv``:
+    ``predictor_type``, ``predictor``, ``bt_rho``, ``bt_p``, ``raw_rho``, ``raw_p``,
+    ``bt_p_fdr``). Values are compared at ``decimals`` (the published table's 3)."""
+    if "published_bt_rho" not in erratum.columns:
+        return []
+    stats = [
+        s for s in TABLE1_LABELS if f"published_{s}" in erratum.columns and s in published.columns
+    ]
+    ours = pd.concat(
+        [
+            erratum[["metric"]]
+            .assign(alignment=a)
+            .join(erratum[[f"{a}_{s}" for s in stats]].set_axis(stats, axis=1))
+            for a in ("published", "corrected")
+        ],
+        ignore_index=True,
+    ).rename(columns=TABLE1_LABELS)
+    pub = published[published["predictor_type"] == "sat_metric"].rename(columns=TABLE1_LABELS)
+    return aligned_rows(
+        pub,
+        ours,
+        keys={"metric": "predictor"},
+        columns={TABLE1_LABELS[s]: TABLE1_LABELS[s] for s in stats},
+        quantity="Table 1 {label}, {metric}",
+        source="table1_erratum.csv",
+        p_of={"BT rho": "BT p", "raw rho": "raw p"},
+        p_columns=["BT p (FDR)"],
+        alpha=alpha,
+        decimals=decimals,
+    )
 
 
 _NUM = r"([-+]?[\d,]*\.?\d+)"
