@@ -158,6 +158,17 @@ def test_expertise_order_model_matches_least_squares():
     assert t["n_ratings"].tolist() == [3, 3] and t["raw_mean_difficulty"].tolist() == [2.0, 4.0]
 
 
+def test_no_rating_gives_empty_tables_not_an_error():
+    att = _attempts().assign(final_difficulty=pd.array([pd.NA] * 6, dtype="Int64"))
+    s = rating_samples(att)
+    assert model_table(s).empty and list(model_table(s).columns)[:3] == ["sample", "model", "term"]
+    t = adjusted_difficulty(s["corrected"])
+    assert t.empty and "adjusted_difficulty" in t.columns
+    pts = t.assign(m=pd.Series(dtype=float))
+    v = difficulty_vs_sat(pts, ["m"]).iloc[0]
+    assert v["n_puzzles"] == 0 and np.isnan(v["raw_spearman_rho"])
+
+
 def test_difficulty_vs_sat_uses_average_ranks_for_ties():
     pts = pd.DataFrame(
         {

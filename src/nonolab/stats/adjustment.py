@@ -24,6 +24,7 @@ from collections.abc import Callable, Mapping, Sequence
 
 import pandas as pd
 import statsmodels.formula.api as smf
+from patsy import PatsyError
 from statsmodels.regression.linear_model import RegressionResultsWrapper
 
 from nonolab.stats.correlations import (
@@ -62,25 +63,29 @@ def rating_samples(
 
 def fit_adjustment(
     data: pd.DataFrame, rhs: str, rating_col: str = RATING
-) -> tuple[RegressionResultsWrapper, pd.Series]:
+) -> tuple[RegressionResultsWrapper | None, pd.Series]:
     """Return ``(fit, adjusted)``: the statsmodels OLS fit of ``rating_col ~ rhs`` on the rows
     of ``data`` with a rating and every covariate, and the adjusted rating of those rows
-    (residual + mean rating of all rated rows; rating units, 1-5 scale)."""
+    (residual + mean rating of all rated rows; rating units, 1-5 scale). ``(None, empty)`` when
+    no row has a rating and every covariate."""
     work = data.dropna(subset=[rating_col])
-    grand = float(work[rating_col].mean())
-    fit = smf.ols(f"{rating_col} ~ {rhs}", data=work).fit()
+    grand = float(work[rating_col].mean()) if len(work) else float("nan")
+    try:
+        fit = smf.ols(f"{rating_col} ~ {rhs}", data=work).fit()
+    except (ValueError, PatsyError):  # no complete row
+        return None, pd.Series(dtype=float)
     return fit, fit.resid + grand
 
 
 def model_table(samples: Mapping[str, pd.DataFrame], rating_col: str = RATING) -> pd.DataFrame:
     """Return the adjustment models' coefficients: one row per sample x model (:data:`MODELS`)
     x term with ``coef`` (rating units per unit of the term), ``se``, two-sided t ``p_value``
-    and ``n`` (ratings in the fit)."""
+    and ``n`` (ratings in the fit); a model without any complete row has no rows."""
     rows = []
     for sample, data in samples.items():
         for model, rhs in MODELS.items():
             fit, _ = fit_adjustment(data, rhs, rating_col)
-            for term in fit.params.index:
+            for term in [] if fit is None else fit.params.index:
                 rows.append(
                     {
                         "sample": sample,
@@ -92,7 +97,7 @@ def model_table(samples: Mapping[str, pd.DataFrame], rating_col: str = RATING) -
                         "n": int(fit.nobs),
                     }
                 )
-    return pd.DataFrame(rows)
+    return pd.DataFrame(rows, columns=["sample", "model", "term", "coef", "se", "p_value", "n"])
 
 
 def adjusted_difficulty(data: pd.DataFrame, rating_col: str = RATING) -> pd.DataFrame:
@@ -111,6 +116,7 @@ def adjusted_difficulty(data: pd.DataFrame, rating_col: str = RATING) -> pd.Data
     )
     _, adj = fit_adjustment(work, MODELS[ADJUSTED_BY], rating_col)
     out["adjusted_difficulty"] = adj.groupby(work.loc[adj.index, "puzzle_id"]).mean()
+    out["adjusted_difficulty"] = out["adjusted_difficulty"].astype(float)
     out = out.loc[sorted(out.index, key=_id_key)]
     return out.rename_axis("puzzle_id").reset_index()
 
