@@ -23,6 +23,7 @@ include: "workflow/rules/linesolve.smk"
 include: "workflow/rules/pool.smk"
 include: "workflow/rules/pauses.smk"
 include: "workflow/rules/ranking.smk"
+include: "workflow/rules/expertise_tables.smk"
 include: "workflow/rules/published_pool.smk"
 include: "workflow/rules/themes.smk"
 include: "workflow/rules/errata.smk"
@@ -56,6 +57,12 @@ PAPER_TARGETS = [
     *(["results/sat/published_check.csv"] if SAT_PUBLISHED else []),
     "results/tables/expertise.csv",
     "results/tables/expertise_reliability.json",
+    "results/tables/expertise_diagnostics.csv",
+    "results/tables/expertise_loadings.csv",
+    "results/tables/expertise_dimension_correlations.csv",
+    "results/tables/adjustment_models.csv",
+    "results/tables/adjusted_difficulty.csv",
+    "results/tables/adjusted_difficulty_vs_sat.csv",
     "results/tables/bt_strengths.csv",
     "results/tables/bt_lr_test.json",
     "results/tables/table1_spearman.csv",

@@ -1,5 +1,5 @@
-# Stage: ranking. Expertise (METHODS 6), Bradley-Terry ranking (METHODS 7) and Table 1
-# (METHODS 8): Spearman of difficulty with SAT metrics under both alignments.
+# Stage: ranking. Bradley-Terry ranking (METHODS 7) and Table 1 (METHODS 8): Spearman of
+# difficulty with SAT metrics under both alignments.
 
 
 # Seed of the BT bootstrap and permutation draws: `ranking.seed`, else the master seed.
@@ -16,30 +16,6 @@ TABLE1_INPUTS = {
 }
 if PUBLISHED_POOL_STATISTICS:
     TABLE1_INPUTS["pool_statistics"] = PUBLISHED_POOL_STATISTICS
-
-
-rule expertise:
-    input:
-        attempts="results/features/attempts.csv",
-    output:
-        table=report(
-            "results/tables/expertise.csv",
-            caption="../report/expertise.rst",
-            category="Expertise",
-        ),
-        reliability="results/tables/expertise_reliability.json",
-    log:
-        "results/logs/expertise.log",
-    benchmark:
-        "results/bench/rules/expertise.tsv"
-    conda:
-        "../../envs/nonolab.yaml"
-    threads: 1
-    resources:
-        mem_mb=1000,
-        runtime=5,
-    script:
-        "../../scripts/expertise.py"
 
 
 rule ranking:
@@ -110,8 +86,6 @@ rule table1:
 
 ALL_TARGETS.extend(
     [
-        "results/tables/expertise.csv",
-        "results/tables/expertise_reliability.json",
         "results/tables/bt_strengths.csv",
         "results/tables/bt_lr_test.json",
         "results/tables/table1_spearman.csv",

@@ -3,6 +3,11 @@
 The six pre-survey items (METHODS 6) are z-scored across participants with the population SD
 (``ddof=0``), averaged over the items a participant answered, and the mean is re-standardised the
 same way. This reproduces the published ``expertise_composite`` column exactly.
+
+The diagnostics (Cronbach's alpha, the principal components of the z-scored items, the item
+correlations and PC1 loadings) use the participants who answered every item. The published
+script z-scored over all participants and filled a missing z-score with 0 instead; with every
+item answered, as in the public study, both are the same.
 """
 
 from __future__ import annotations
@@ -12,6 +17,9 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 from scipy import stats
+from sklearn.decomposition import PCA
+
+from nonolab.stats.mixed_models import _p_fdr
 
 EXPERTISE_ITEMS: tuple[str, ...] = (
     "skill_nonogram",
@@ -20,6 +28,17 @@ EXPERTISE_ITEMS: tuple[str, ...] = (
     "puzzle_played_frequency_ord",
     "n_nonogram_sizes",
     "n_logic_puzzles",
+)
+
+#: Rows of the diagnostics table (:func:`diagnostics`), in the published order.
+DIAGNOSTICS: tuple[str, ...] = (
+    "cronbach_alpha",
+    "pca1_var_explained",
+    "pca2_var_explained",
+    "n_participants",
+    "n_missing_any_dim",
+    "composite_pca_spearman_rho",
+    "composite_pca_spearman_p",
 )
 
 #: Participant-level outcomes correlated with expertise: output label -> attempt column.
@@ -86,6 +105,34 @@ def cronbach_alpha(items: pd.DataFrame, standardise: bool = True) -> float:
     return float(k / (k - 1) * (1 - item_var / total_var))
 
 
+def principal_components(
+    items: pd.DataFrame, composite: pd.Series | None = None
+) -> tuple[np.ndarray, pd.Series, pd.Series] | None:
+    """Return the principal components of the z-scored items (participants with every item).
+
+    ``(shares, loadings, score)``: the fraction of total variance of each component (0-1, in
+    component order), the PC1 loading of each item (unit-length eigenvector, index = items) and
+    the PC1 score of each participant (index = participants). PC1's sign is chosen so that the
+    score correlates non-negatively with ``composite`` (else with the items' mean z-score), as
+    in the published diagnostics. scikit-learn ``PCA`` on the z-scores (population SD). None
+    when undefined: fewer than 2 complete participants, or an item constant over them.
+    """
+    x = _z(items.dropna())
+    if len(x) < 2 or not np.isfinite(x.to_numpy()).all():
+        return None
+    pca = PCA().fit(x.to_numpy())
+    score = pca.transform(x.to_numpy())[:, 0]
+    ref = x.mean(axis=1) if composite is None else composite.reindex(x.index)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        r = np.corrcoef(score, ref.to_numpy(dtype=float))[0, 1]
+    sign = -1.0 if r < 0 else 1.0
+    return (
+        np.asarray(pca.explained_variance_ratio_, dtype=float),
+        pd.Series(sign * pca.components_[0], index=items.columns, name="pca1_loading"),
+        pd.Series(sign * score, index=x.index, name="pc1"),
+    )
+
+
 def first_component(items: pd.DataFrame, composite: pd.Series | None = None) -> dict[str, float]:
     """Return the first principal component of the z-scored items (complete participants).
 
@@ -94,20 +141,66 @@ def first_component(items: pd.DataFrame, composite: pd.Series | None = None) -> 
     no composite is given) and ``n`` (participants used). Both are NaN when the component is
     undefined (fewer than 2 complete participants, or an item constant over them).
     """
-    x = _z(items.dropna())
-    if len(x) < 2 or not np.isfinite(x.to_numpy()).all():
-        return {"pc1_share": float("nan"), "pc1_composite_r": float("nan"), "n": int(len(x))}
-    corr = np.corrcoef(x.to_numpy(), rowvar=False)
-    vals, vecs = np.linalg.eigh(corr)
-    order = np.argsort(vals)[::-1]
-    vals, vecs = vals[order], vecs[:, order]
-    share = float(vals[0] / vals.sum())
-    score = pd.Series(x.to_numpy() @ vecs[:, 0], index=x.index)
+    n = int(len(items.dropna()))
+    pcs = principal_components(items, composite)
+    if pcs is None:
+        return {"pc1_share": float("nan"), "pc1_composite_r": float("nan"), "n": n}
+    shares, _, score = pcs
     r = float("nan")
     if composite is not None:
-        c = composite.reindex(x.index)
-        r = abs(float(np.corrcoef(score, c)[0, 1]))
-    return {"pc1_share": share, "pc1_composite_r": r, "n": int(len(x))}
+        r = abs(float(np.corrcoef(score, composite.reindex(score.index))[0, 1]))
+    return {"pc1_share": float(shares[0]), "pc1_composite_r": r, "n": n}
+
+
+def diagnostics(items: pd.DataFrame, composite: pd.Series) -> pd.DataFrame:
+    """Return the expertise diagnostics table: columns ``metric`` (:data:`DIAGNOSTICS`) and
+    ``value``.
+
+    Cronbach's alpha of the z-scored items; the variance shares of PC1 and PC2 (0-1); the
+    participant count and the count with at least one item missing; Spearman rho and two-sided
+    p of the composite with the PC1 score (complete participants). Undefined values are NaN.
+    """
+    try:
+        alpha = cronbach_alpha(items)
+    except ValueError:
+        alpha = float("nan")
+    pcs = principal_components(items, composite)
+    shares = np.full(2, np.nan)
+    rho = p = float("nan")
+    if pcs is not None:
+        shares[: min(2, len(pcs[0]))] = pcs[0][:2]
+        c = composite.reindex(pcs[2].index)
+        if len(c) > 1 and np.ptp(c.to_numpy()) > 0 and np.ptp(pcs[2].to_numpy()) > 0:
+            res = stats.spearmanr(c, pcs[2])
+            rho, p = float(res.statistic), float(res.pvalue)
+    values = [alpha, *shares, len(items), int(items.isna().any(axis=1).sum()), rho, p]
+    return pd.DataFrame({"metric": list(DIAGNOSTICS), "value": np.asarray(values, dtype=float)})
+
+
+def loadings(items: pd.DataFrame, composite: pd.Series) -> pd.DataFrame:
+    """Return one row per item: ``dimension``, ``pca1_loading`` (PC1 eigenvector entry, sign as
+    in :func:`principal_components`) and ``corr_with_composite`` (Pearson r of the item with the
+    composite), over the participants with every item; NaN where undefined."""
+    x = items.dropna()
+    pcs = principal_components(items, composite)
+    load = pcs[1] if pcs is not None else pd.Series(np.nan, index=items.columns)
+    c = composite.reindex(x.index)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        r = [x[d].corr(c) if len(x) > 1 else float("nan") for d in items.columns]
+    return pd.DataFrame(
+        {
+            "dimension": list(items.columns),
+            "pca1_loading": load.reindex(items.columns).to_numpy(dtype=float),
+            "corr_with_composite": np.asarray(r, dtype=float),
+        }
+    )
+
+
+def dimension_correlations(items: pd.DataFrame) -> pd.DataFrame:
+    """Return the Pearson correlation matrix of the items (participants with every item) as a
+    table: a first column ``dimension`` (row item), then one column per item."""
+    corr = items.dropna().corr()
+    return corr.rename_axis("dimension").reset_index()
 
 
 def expertise_correlations(
@@ -120,7 +213,8 @@ def expertise_correlations(
 
     Each outcome is averaged per participant over the attempts where it is present; participants
     with no value are dropped. Columns: ``outcome`` (label), ``column`` (attempt column), ``rho``,
-    ``p`` (two-sided, scipy), ``n`` (participants).
+    ``p`` (two-sided, scipy), ``n`` (participants) and ``p_fdr`` (Benjamini-Hochberg over the
+    outcomes of the table, as the published ``spearman_p_fdr``).
     """
     outcomes = DEFAULT_OUTCOMES if outcomes is None else outcomes
     rows = []
@@ -139,7 +233,9 @@ def expertise_correlations(
                 "n": int(len(both)),
             }
         )
-    return pd.DataFrame(rows, columns=["outcome", "column", "rho", "p", "n"])
+    out = pd.DataFrame(rows, columns=["outcome", "column", "rho", "p", "n"])
+    out["p_fdr"] = _p_fdr(out["p"])
+    return out
 
 
 def reliability(items: pd.DataFrame, composite: pd.Series) -> dict[str, object]:
@@ -163,4 +259,19 @@ def reliability(items: pd.DataFrame, composite: pd.Series) -> dict[str, object]:
         "n_participants": int(len(items)),
         "n_complete": pc1["n"],
         "items": list(items.columns),
+    }
+
+
+def expertise_tables(attempts: pd.DataFrame) -> dict[str, object]:
+    """Return every expertise table of one attempts table (``features`` schema): ``outcomes``
+    (:func:`expertise_correlations`), ``reliability`` (:func:`reliability` record),
+    ``diagnostics``, ``loadings`` and ``dimension_correlations``; the composite is computed once."""
+    items = participant_items(attempts)
+    comp = expertise_composite(items)
+    return {
+        "outcomes": expertise_correlations(attempts, comp),
+        "reliability": reliability(items, comp),
+        "diagnostics": diagnostics(items, comp),
+        "loadings": loadings(items, comp),
+        "dimension_correlations": dimension_correlations(items),
     }
