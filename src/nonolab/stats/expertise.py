@@ -19,16 +19,8 @@ import pandas as pd
 from scipy import stats
 from sklearn.decomposition import PCA
 
-from nonolab.stats.mixed_models import _p_fdr
-
-EXPERTISE_ITEMS: tuple[str, ...] = (
-    "skill_nonogram",
-    "skill_puzzles",
-    "played_before_ord",
-    "puzzle_played_frequency_ord",
-    "n_nonogram_sizes",
-    "n_logic_puzzles",
-)
+from nonolab.stats.correlations import bh_fdr
+from nonolab.study.ingest import EXPERTISE_ITEMS
 
 #: Rows of the diagnostics table (:func:`diagnostics`), in the published order.
 DIAGNOSTICS: tuple[str, ...] = (
@@ -234,7 +226,7 @@ def expertise_correlations(
             }
         )
     out = pd.DataFrame(rows, columns=["outcome", "column", "rho", "p", "n"])
-    out["p_fdr"] = _p_fdr(out["p"])
+    out["p_fdr"] = bh_fdr(out["p"])
     return out
 
 
