@@ -319,3 +319,38 @@ def test_moderation_corrected_against_statsmodels(features, raw):
         assert t.loc[y, "p_interaction"] == pytest.approx(fit.pvalues[term], abs=3e-3)
     # joined by puzzle, expertise moderates conflicts -> errors (p < .01), not only -> difficulty
     assert t.loc["error_count", "p_interaction"] < 0.01
+
+
+# --- errata rows of the row-position join -----------------------------------------------------
+
+
+def test_alignment_rows_by_hand():
+    from nonolab.stats import errata
+
+    idx = ["a", "b"]
+    pub = pd.DataFrame({"coef": [-0.3215, 0.1001], "p": [0.0054, 0.6]}, index=idx)
+    rep = pub.copy()
+    cor = pd.DataFrame({"coef": [-0.1532, 0.10014], "p": [0.1442, 0.6]}, index=idx)
+    rows = errata.alignment_rows(pub, rep, cor, source="f.csv", stats={"coef": "p", "p": "p"})
+    # b keeps coef (0.100 at 3 significant digits) and p: only a's two values change
+    assert [r["quantity"] for r in rows] == ["f.csv a coef", "f.csv a p"]
+    assert rows[0]["conclusion_changes"].startswith("yes")
+    assert (rows[1]["published"], rows[1]["corrected"]) == (0.0054, 0.1442)
+    assert "reproduces" in rows[1]["evidence"]
+
+
+@pytest.mark.study
+def test_errata_rows_of_the_behaviour_tables(features, raw, study_dir):
+    from nonolab.stats import errata
+
+    on_sat = mm.across_alignments(raw, lambda c: br.behaviour_on_sat(features, c))
+    pub = pd.read_csv(study_dir / PUB / "stats_behavioral_vs_decisions.csv")
+    rows = {r["quantity"]: r for r in errata.behaviour_on_sat_rows(on_sat, pub, "decisions")}
+    assert len(rows) == 10  # coef and p of the five behaviours all change
+    err = rows["stats_behavioral_vs_decisions.csv error_count p_value"]
+    assert err["published"] == pytest.approx(0.005408703819951611, rel=1e-12)
+    assert err["reproduced_as_published"] == pytest.approx(err["published"], rel=1e-6)
+    assert round(err["corrected"], 3) == 0.144
+    assert err["conclusion_changes"].startswith("yes")
+    others = [r for q, r in rows.items() if "error_count" not in q]
+    assert all(r["conclusion_changes"].startswith("no") for r in others)
