@@ -123,6 +123,12 @@ def test_per_puzzle_skips_small_puzzles_and_corrects_over_all_rows():
     np.testing.assert_allclose(t["p_fdr"], _bh_by_hand(t["p_value"]))
 
 
+def test_per_puzzle_without_enough_ratings_is_an_empty_table():
+    att = _toy_attempts().assign(final_difficulty=pd.NA)
+    t = br.per_puzzle_regressions(att)
+    assert t.empty and {"puzzle_id", "predictor", "p_fdr"} <= set(t.columns)
+
+
 def test_behaviour_on_sat_recovers_an_exact_line():
     att = _toy_attempts()
     # metric per puzzle; the error count of each attempt set so that metric = 10 - 2 * errors

@@ -210,6 +210,9 @@ def per_puzzle_regressions(
         t.insert(0, "puzzle_hash", sub[PUZZLE].iloc[0])
         t.insert(0, "puzzle_id", pid)
         parts.append(t)
+    if not parts:  # no puzzle has enough rated attempts
+        cols = ["puzzle_id", "puzzle_hash", "predictor", "coef", "se", "t", "p_value", "p_fdr"]
+        return pd.DataFrame(columns=cols)
     out = pd.concat(parts, ignore_index=True)
     out["p_fdr"] = _p_fdr(out["p_value"])
     return out
