@@ -28,6 +28,7 @@ include: "workflow/rules/published_pool.smk"
 include: "workflow/rules/themes.smk"
 include: "workflow/rules/errata.smk"
 include: "workflow/rules/models.smk"
+include: "workflow/rules/behaviour_regressions.smk"
 include: "workflow/rules/figures.smk"
 include: "workflow/rules/simulate.smk"
 
@@ -78,6 +79,7 @@ PAPER_TARGETS = [
     "results/tables/simple_slopes.csv",
     "results/tables/behaviour_models_raw.csv",
     "results/tables/moderation_raw.csv",
+    "results/tables/behaviour_pooled.csv",
     *(
         [
             "results/tables/themes_vs_difficulty.csv",

@@ -40,6 +40,15 @@ else:
                 "columns: the bootstrap interval rows are skipped"
             )
         rows += found
+    for m in ("decisions", "conflicts"):
+        if f"behavioral_vs_{m}" in pub:
+            on_sat = pd.read_csv(inp.behaviour_on_sat)
+            published_ols = pd.read_csv(inp[f"behavioral_vs_{m}"])
+            rows += errata.behaviour_on_sat_rows(on_sat, published_ols, m, alpha=p.alpha)
+    if "moderation_behavioral" in pub:
+        moderation = pd.read_csv(inp.behaviour_moderation)
+        published_mod = pd.read_csv(inp.moderation_behavioral)
+        rows += errata.behaviour_moderation_rows(moderation, published_mod, alpha=p.alpha)
     if p.themes_min_present is not None:
         themes = pd.read_csv(inp.themes)
         rows += errata.theme_fdr_rows(themes, p.themes_min_present, alpha=p.alpha)

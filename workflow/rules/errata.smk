@@ -10,6 +10,9 @@ ERRATA_PUBLISHED = {
         "table1": study_path("published.bt_vs_sat"),
         "pause_report": study_path("published.pause_report"),
         "bt_published": study_path("published.bt_strengths"),
+        "behavioral_vs_decisions": study_path("published.behavioral_vs_decisions"),
+        "behavioral_vs_conflicts": study_path("published.behavioral_vs_conflicts"),
+        "moderation_behavioral": study_path("published.moderation_behavioral"),
     }.items()
     if path
 }
@@ -33,6 +36,17 @@ if "bt_published" in ERRATA_PUBLISHED:
     ERRATA_INPUTS |= {
         "bt_published": ERRATA_PUBLISHED["bt_published"],
         "strengths": "results/tables/bt_strengths.csv",
+    }
+for key in ("behavioral_vs_decisions", "behavioral_vs_conflicts"):
+    if key in ERRATA_PUBLISHED:
+        ERRATA_INPUTS |= {
+            key: ERRATA_PUBLISHED[key],
+            "behaviour_on_sat": "results/tables/behaviour_on_sat.csv",
+        }
+if "moderation_behavioral" in ERRATA_PUBLISHED:
+    ERRATA_INPUTS |= {
+        "moderation_behavioral": ERRATA_PUBLISHED["moderation_behavioral"],
+        "behaviour_moderation": "results/tables/behaviour_moderation.csv",
     }
 if ERRATA_THEMES_MIN_PRESENT is not None:
     ERRATA_INPUTS["themes"] = "results/tables/themes_vs_difficulty.csv"

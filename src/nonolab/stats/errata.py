@@ -3,7 +3,8 @@
 One row per published number whose corrected value differs from it at the published precision:
 ``quantity``, ``published`` (read from the study's published files), ``reproduced_as_published``
 (nonolab's reproduction of the published method), ``corrected``, ``cause``, ``evidence`` and
-``conclusion_changes``. Four causes: the row-position join of SAT statistics (Table 1), the
+``conclusion_changes``. Four causes: the row-position join of SAT statistics (Table 1, the
+behaviour-on-SAT OLS and the behavioural moderation models), the
 early-stopped EM fit of the pause mixture (threshold, components, delta BIC), the participant
 bootstrap's k-squared weighting (BT strength intervals) and the theme tests' FDR family.
 """
@@ -432,6 +433,101 @@ def theme_fdr_rows(
             )
         )
     return rows
+
+
+#: Published column names -> the features table's (behaviour regressions).
+_PUBLISHED_COLUMNS = {"time_to_solve_sec": "time_to_solve_s"}
+
+
+def _sig_decimals(value: float, digits: int = 3) -> int:
+    """Decimals that keep ``digits`` significant digits of ``value`` (at least 0)."""
+    v = abs(float(value))
+    return max(0, digits - 1 - int(np.floor(np.log10(v)))) if v > 0 else digits
+
+
+def alignment_rows(
+    published: pd.DataFrame,
+    reproduced: pd.DataFrame,
+    corrected: pd.DataFrame,
+    *,
+    source: str,
+    stats: Mapping[str, str],
+    alpha: float = 0.05,
+    digits: int = 3,
+) -> list[dict]:
+    """Return the errata rows of a published table whose SAT statistics were joined by row
+    position: one row per published value of ``stats`` (stat column -> the p column that
+    decides its conclusion) that differs from the corrected one at ``digits`` significant
+    digits of the published value. ``published``, ``reproduced`` (the published alignment
+    recomputed) and ``corrected`` (joined by puzzle hash) share an index (the row label, e.g.
+    ``error_count`` or ``error_count x conflicts``) and the stat columns. ``source`` names the
+    published file."""
+    rows = []
+    for key in published.index:
+        for stat, p_col in stats.items():
+            p_val = float(published.loc[key, stat])
+            rep, cor = float(reproduced.loc[key, stat]), float(corrected.loc[key, stat])
+            dec = _sig_decimals(p_val, digits)
+            if not changes(p_val, cor, dec):
+                continue
+            evidence = (
+                f"{source}: the row-position alignment {_reproduces(rep, p_val, dec)} the "
+                f"published value ({rep:.{digits}g}); the puzzle-hash alignment gives "
+                f"{cor:.{digits}g}"
+            )
+            conclusion = _significance(
+                float(published.loc[key, p_col]), float(corrected.loc[key, p_col]), alpha
+            )
+            rows.append(
+                _row(f"{source} {key} {stat}", p_val, rep, cor, CAUSE_TABLE1, evidence, conclusion)
+            )
+    return rows
+
+
+def behaviour_on_sat_rows(
+    table: pd.DataFrame, published: pd.DataFrame, metric: str, alpha: float = 0.05
+) -> list[dict]:
+    """Return the errata rows of a published "SAT metric ~ behaviour" OLS file (he2026:
+    ``stats_behavioral_vs_<metric>.csv``: ``predictor``, ``coef``, ``p_value``) from
+    ``results/tables/behaviour_on_sat.csv`` (both alignments): coefficient and p of each
+    behaviour (:func:`alignment_rows`)."""
+    pub = published[~published["predictor"].isin(["const", "(model)"])]
+    pub = pub.assign(predictor=pub["predictor"].replace(_PUBLISHED_COLUMNS)).set_index("predictor")
+    sel = table[table["metric"] == metric]
+    rep, cor = (
+        sel[sel["alignment"] == a].set_index("predictor") for a in ("published", "corrected")
+    )
+    if rep.empty or cor.empty:
+        return []
+    source = f"stats_behavioral_vs_{metric}.csv"
+    stats = {"coef": "p_value", "p_value": "p_value"}
+    return alignment_rows(pub, rep, cor, source=source, stats=stats, alpha=alpha)
+
+
+def behaviour_moderation_rows(
+    table: pd.DataFrame, published: pd.DataFrame, alpha: float = 0.05
+) -> list[dict]:
+    """Return the errata rows of the published behavioural moderation file (he2026:
+    ``stats_moderation_behavioral.csv``: ``outcome``, ``predictor`` and the metric, expertise
+    and interaction estimates) from ``results/tables/behaviour_moderation.csv``: coefficient
+    and p of each term (:func:`alignment_rows`)."""
+
+    def labelled(d: pd.DataFrame, metric_col: str) -> pd.DataFrame:
+        out = d.assign(outcome=d["outcome"].replace(_PUBLISHED_COLUMNS))
+        return out.set_index(out["outcome"] + " x " + out[metric_col])
+
+    rep, cor = (
+        labelled(table[table["alignment"] == a], "metric") for a in ("published", "corrected")
+    )
+    if rep.empty or cor.empty:
+        return []
+    stats = {"coef_metric": "p_metric", "p_metric": "p_metric"}
+    stats |= {"interaction": "p_interaction", "p_interaction": "p_interaction"}
+    stats |= {"coef_expertise": "p_expertise", "p_expertise": "p_expertise"}
+    pub = labelled(published, "predictor")
+    return alignment_rows(
+        pub, rep, cor, source="stats_moderation_behavioral.csv", stats=stats, alpha=alpha
+    )
 
 
 def errata_table(rows: list[dict]) -> pd.DataFrame:
