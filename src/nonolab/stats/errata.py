@@ -120,9 +120,11 @@ def aligned_rows(
     p_columns: Sequence[str] = (),
     alpha: float = 0.05,
     decimals: int = 3,
+    significant: int | None = None,
 ) -> list[dict]:
     """Return the errata rows of a table that nonolab computes under both SAT-statistics
-    alignments, one per published value whose corrected value differs at ``decimals``.
+    alignments, one per published value whose corrected value differs at ``decimals`` (or,
+    with ``significant``, at that many significant digits of the published value).
 
     ``published``: the published table; ``ours``: nonolab's table with an ``alignment`` column
     (``published`` = the row-position join reproduced, ``corrected`` = joined by clue hash).
@@ -151,17 +153,19 @@ def aligned_rows(
         for col, pub_col in columns.items():
             p_val = float(prow[pub_col])
             rep, cor = float(rep_row[col]), float(cor_row[col])
-            if not changes(p_val, cor, decimals):
+            dec = decimals if significant is None else _sig_decimals(p_val, significant)
+            if not changes(p_val, cor, dec):
                 continue
+            shown = f".{dec}f" if significant is None else f".{significant}g"
             evidence = (
-                f"{source}: the row-position alignment {_reproduces(rep, p_val, decimals)} "
-                f"the published value ({rep:.{decimals}f}); the clue-hash alignment gives "
-                f"{cor:.{decimals}f}"
+                f"{source}: the row-position alignment {_reproduces(rep, p_val, dec)} "
+                f"the published value ({rep:{shown}}); the clue-hash alignment gives "
+                f"{cor:{shown}}"
             )
             if col in p_of:
                 p_pub = float(prow[columns.get(p_of[col], p_of[col])])
                 significance = _significance(p_pub, float(cor_row[p_of[col]]), alpha)
-                flip = _sign_change(p_val, cor, decimals)
+                flip = _sign_change(p_val, cor, dec)
                 conclusion = significance
                 if flip is not None:
                     conclusion = f"yes: sign {flip}; " + significance.replace(
@@ -170,7 +174,7 @@ def aligned_rows(
             elif col in p_cols:
                 conclusion = _significance(p_val, cor, alpha)
             else:
-                flip = _sign_change(p_val, cor, decimals)
+                flip = _sign_change(p_val, cor, dec)
                 conclusion = "no: same sign" if flip is None else f"yes: sign {flip}"
             rows.append(
                 _row(
@@ -445,63 +449,27 @@ def _sig_decimals(value: float, digits: int = 3) -> int:
     return max(0, digits - 1 - int(np.floor(np.log10(v)))) if v > 0 else digits
 
 
-def alignment_rows(
-    published: pd.DataFrame,
-    reproduced: pd.DataFrame,
-    corrected: pd.DataFrame,
-    *,
-    source: str,
-    stats: Mapping[str, str],
-    alpha: float = 0.05,
-    digits: int = 3,
-) -> list[dict]:
-    """Return the errata rows of a published table whose SAT statistics were joined by row
-    position: one row per published value of ``stats`` (stat column -> the p column that
-    decides its conclusion) that differs from the corrected one at ``digits`` significant
-    digits of the published value. ``published``, ``reproduced`` (the published alignment
-    recomputed) and ``corrected`` (joined by puzzle hash) share an index (the row label, e.g.
-    ``error_count`` or ``error_count x conflicts``) and the stat columns. ``source`` names the
-    published file."""
-    rows = []
-    for key in published.index:
-        for stat, p_col in stats.items():
-            p_val = float(published.loc[key, stat])
-            rep, cor = float(reproduced.loc[key, stat]), float(corrected.loc[key, stat])
-            dec = _sig_decimals(p_val, digits)
-            if not changes(p_val, cor, dec):
-                continue
-            evidence = (
-                f"{source}: the row-position alignment {_reproduces(rep, p_val, dec)} the "
-                f"published value ({rep:.{digits}g}); the puzzle-hash alignment gives "
-                f"{cor:.{digits}g}"
-            )
-            conclusion = _significance(
-                float(published.loc[key, p_col]), float(corrected.loc[key, p_col]), alpha
-            )
-            rows.append(
-                _row(f"{source} {key} {stat}", p_val, rep, cor, CAUSE_TABLE1, evidence, conclusion)
-            )
-    return rows
-
-
 def behaviour_on_sat_rows(
     table: pd.DataFrame, published: pd.DataFrame, metric: str, alpha: float = 0.05
 ) -> list[dict]:
     """Return the errata rows of a published "SAT metric ~ behaviour" OLS file (he2026:
     ``stats_behavioral_vs_<metric>.csv``: ``predictor``, ``coef``, ``p_value``) from
     ``results/tables/behaviour_on_sat.csv`` (both alignments): coefficient and p of each
-    behaviour (:func:`alignment_rows`)."""
+    behaviour, compared at 3 significant digits (:func:`aligned_rows`)."""
     pub = published[~published["predictor"].isin(["const", "(model)"])]
-    pub = pub.assign(predictor=pub["predictor"].replace(_PUBLISHED_COLUMNS)).set_index("predictor")
-    sel = table[table["metric"] == metric]
-    rep, cor = (
-        sel[sel["alignment"] == a].set_index("predictor") for a in ("published", "corrected")
-    )
-    if rep.empty or cor.empty:
-        return []
+    pub = pub.assign(predictor=pub["predictor"].replace(_PUBLISHED_COLUMNS))
     source = f"stats_behavioral_vs_{metric}.csv"
-    stats = {"coef": "p_value", "p_value": "p_value"}
-    return alignment_rows(pub, rep, cor, source=source, stats=stats, alpha=alpha)
+    return aligned_rows(
+        pub,
+        table[table["metric"] == metric],
+        keys={"predictor": "predictor"},
+        columns={"coef": "coef", "p_value": "p_value"},
+        quantity=source + " {predictor} {label}",
+        source=source,
+        p_of={"coef": "p_value"},
+        alpha=alpha,
+        significant=3,
+    )
 
 
 def behaviour_moderation_rows(
@@ -510,23 +478,23 @@ def behaviour_moderation_rows(
     """Return the errata rows of the published behavioural moderation file (he2026:
     ``stats_moderation_behavioral.csv``: ``outcome``, ``predictor`` and the metric, expertise
     and interaction estimates) from ``results/tables/behaviour_moderation.csv``: coefficient
-    and p of each term (:func:`alignment_rows`)."""
-
-    def labelled(d: pd.DataFrame, metric_col: str) -> pd.DataFrame:
-        out = d.assign(outcome=d["outcome"].replace(_PUBLISHED_COLUMNS))
-        return out.set_index(out["outcome"] + " x " + out[metric_col])
-
-    rep, cor = (
-        labelled(table[table["alignment"] == a], "metric") for a in ("published", "corrected")
-    )
-    if rep.empty or cor.empty:
-        return []
-    stats = {"coef_metric": "p_metric", "p_metric": "p_metric"}
-    stats |= {"interaction": "p_interaction", "p_interaction": "p_interaction"}
-    stats |= {"coef_expertise": "p_expertise", "p_expertise": "p_expertise"}
-    pub = labelled(published, "predictor")
-    return alignment_rows(
-        pub, rep, cor, source="stats_moderation_behavioral.csv", stats=stats, alpha=alpha
+    and p of each term, compared at 3 significant digits (:func:`aligned_rows`)."""
+    source = "stats_moderation_behavioral.csv"
+    pub = published.assign(outcome=published["outcome"].replace(_PUBLISHED_COLUMNS))
+    ours = table.assign(outcome=table["outcome"].replace(_PUBLISHED_COLUMNS))
+    terms = {"coef_metric": "p_metric", "interaction": "p_interaction"}
+    terms |= {"coef_expertise": "p_expertise"}
+    columns = {c: c for pair in terms.items() for c in pair}
+    return aligned_rows(
+        pub,
+        ours,
+        keys={"outcome": "outcome", "metric": "predictor"},
+        columns=columns,
+        quantity=source + " {outcome} x {metric} {label}",
+        source=source,
+        p_of=terms,
+        alpha=alpha,
+        significant=3,
     )
 
 
