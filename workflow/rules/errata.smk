@@ -10,14 +10,27 @@ ERRATA_PUBLISHED = {
         "table1": study_path("published.bt_vs_sat"),
         "pause_report": study_path("published.pause_report"),
         "bt_published": study_path("published.bt_strengths"),
-        "behavioral_vs_decisions": study_path("published.behavioral_vs_decisions"),
-        "behavioral_vs_conflicts": study_path("published.behavioral_vs_conflicts"),
-        "moderation_behavioral": study_path("published.moderation_behavioral"),
     }.items()
     if path
 }
+# Published tables that nonolab recomputes under both SAT alignments: the preset's `published`
+# key -> nonolab's table (nonolab.stats.errata.ALIGNED_TABLES gives their rows).
+ERRATA_ALIGNED = {
+    key: ours
+    for key, ours in {
+        "behavioral_vs_decisions": "results/tables/behaviour_on_sat.csv",
+        "behavioral_vs_conflicts": "results/tables/behaviour_on_sat.csv",
+        "moderation_behavioral": "results/tables/behaviour_moderation.csv",
+        "behavioral_vs_sat_metrics": "results/tables/behaviour_models_raw.csv",
+        "moderation_expertise": "results/tables/moderation_raw.csv",
+        "selection_representativeness": "results/tables/selection_representativeness.csv",
+    }.items()
+    if study_path(f"published.{key}")
+}
 # The published theme-test FDR family: themes with at least this many coded responses.
 ERRATA_THEMES_MIN_PRESENT = PRESET.get("published", {}).get("themes_fdr_min_present")
+# The paper's count of distinct ordered puzzle selections served (he2026: 67), when stated.
+ERRATA_SELECTIONS = PRESET.get("published", {}).get("ordered_selections_served")
 
 
 # The errata rule's inputs: only those whose published counterpart the preset names.
@@ -37,19 +50,12 @@ if "bt_published" in ERRATA_PUBLISHED:
         "bt_published": ERRATA_PUBLISHED["bt_published"],
         "strengths": "results/tables/bt_strengths.csv",
     }
-for key in ("behavioral_vs_decisions", "behavioral_vs_conflicts"):
-    if key in ERRATA_PUBLISHED:
-        ERRATA_INPUTS |= {
-            key: ERRATA_PUBLISHED[key],
-            "behaviour_on_sat": "results/tables/behaviour_on_sat.csv",
-        }
-if "moderation_behavioral" in ERRATA_PUBLISHED:
-    ERRATA_INPUTS |= {
-        "moderation_behavioral": ERRATA_PUBLISHED["moderation_behavioral"],
-        "behaviour_moderation": "results/tables/behaviour_moderation.csv",
-    }
+for key, ours in ERRATA_ALIGNED.items():
+    ERRATA_INPUTS |= {key: study_path(f"published.{key}"), f"ours_{key}": ours}
 if ERRATA_THEMES_MIN_PRESENT is not None:
     ERRATA_INPUTS["themes"] = "results/tables/themes_vs_difficulty.csv"
+if ERRATA_SELECTIONS is not None:
+    ERRATA_INPUTS["selections"] = "results/tables/ordered_selections.json"
 
 
 rule errata:
@@ -76,7 +82,9 @@ rule errata:
         published=sorted(
             ({"bt_published": "bt_strengths"}.get(k, k) for k in ERRATA_PUBLISHED)
         ),
+        aligned=sorted(ERRATA_ALIGNED),
         themes_min_present=ERRATA_THEMES_MIN_PRESENT,
+        selections_published=ERRATA_SELECTIONS,
         alpha=config["errata"]["alpha"],
     script:
         "../../scripts/errata.py"

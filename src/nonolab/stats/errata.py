@@ -11,8 +11,10 @@ bootstrap's k-squared weighting (BT strength intervals) and the theme tests' FDR
 
 from __future__ import annotations
 
+import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from functools import partial
 
 import numpy as np
 import pandas as pd
@@ -496,6 +498,175 @@ def behaviour_moderation_rows(
         alpha=alpha,
         significant=3,
     )
+
+
+def behaviour_models_rows(
+    table: pd.DataFrame, published: pd.DataFrame, alpha: float = 0.05
+) -> list[dict]:
+    """Return the errata rows of the published behaviour ~ SAT metric mixed models (he2026:
+    ``stats_behavioral_vs_sat_metrics.csv``: ``outcome``, ``predictor``, ``coef``, ``p``,
+    ``p_fdr``) from ``results/tables/behaviour_models_raw.csv`` (the metric as a raw count, both
+    alignments), compared at 3 significant digits (:func:`aligned_rows`)."""
+    source = "stats_behavioral_vs_sat_metrics.csv"
+    pub = published.assign(outcome=published["outcome"].replace(_PUBLISHED_COLUMNS))
+    return aligned_rows(
+        pub,
+        table,
+        keys={"outcome_column": "outcome", "metric": "predictor"},
+        columns={"coef": "coef", "p": "p", "p_fdr": "p_fdr"},
+        quantity=source + " {outcome_column} ~ {metric} {label}",
+        source=source,
+        p_of={"coef": "p"},
+        p_columns=["p_fdr"],
+        alpha=alpha,
+        significant=3,
+    )
+
+
+def moderation_wide(table: pd.DataFrame, moderator: str = "expertise_composite") -> pd.DataFrame:
+    """Return the long moderation table (``results/tables/moderation_raw.csv``: one row per
+    ``alignment`` x ``metric`` x ``term``) as one row per alignment x metric with the published
+    file's columns: ``coef_metric``/``p_metric``, ``coef_expertise``/``p_expertise`` and
+    ``interaction``/``p_interaction`` (coefficients in outcome units per covariate unit)."""
+    rows = []
+    for (a, m), d in table.groupby(["alignment", "metric"], sort=False):
+        t = d.set_index("term")
+        inter = f"{m}:{moderator}"
+        row = {"alignment": a, "metric": m}
+        for name, term in (("metric", m), ("expertise", moderator), ("interaction", inter)):
+            coef = "interaction" if name == "interaction" else f"coef_{name}"
+            ok = term in t.index
+            row[coef] = float(t.loc[term, "coef"]) if ok else float("nan")
+            row[f"p_{name}"] = float(t.loc[term, "p"]) if ok else float("nan")
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def moderation_rows(
+    table: pd.DataFrame, published: pd.DataFrame, alpha: float = 0.05
+) -> list[dict]:
+    """Return the errata rows of the published moderation models (he2026:
+    ``stats_moderation_expertise.csv``: final difficulty ~ metric x expertise, one row per
+    metric) from ``results/tables/moderation_raw.csv`` (:func:`moderation_wide`), compared at 3
+    significant digits (:func:`aligned_rows`)."""
+    source = "stats_moderation_expertise.csv"
+    terms = {"coef_metric": "p_metric", "interaction": "p_interaction"}
+    terms |= {"coef_expertise": "p_expertise"}
+    return aligned_rows(
+        published,
+        moderation_wide(table),
+        keys={"metric": "predictor"},
+        columns={c: c for pair in terms.items() for c in pair},
+        quantity=source + " {metric} {label}",
+        source=source,
+        p_of=terms,
+        alpha=alpha,
+        significant=3,
+    )
+
+
+def representativeness_rows(
+    table: pd.DataFrame, published: pd.DataFrame, alpha: float = 0.05
+) -> list[dict]:
+    """Return the errata rows of the published selection-representativeness file (he2026:
+    ``stats_puzzle_selection_representativeness.csv``: pool id and SAT statistics of each
+    served puzzle) from ``results/tables/selection_representativeness.csv``: the pool id and
+    the three counts (the percentiles need the candidate pool, which the public data lacks)."""
+    cols = ["pool_puzzle_id", "decisions_value", "propagations_value", "conflicts_value"]
+    return aligned_rows(
+        published,
+        table,
+        keys={"experiment_id": "experiment_id"},
+        columns={c: c for c in cols},
+        quantity="selection representativeness {label}, served puzzle {experiment_id}",
+        source="selection_representativeness.csv",
+        alpha=alpha,
+        decimals=0,
+    )
+
+
+CAUSE_SELECTIONS = (
+    "counting: the number of ordered puzzle selections served counts sessions, and several "
+    "sessions were served the same schedule entry"
+)
+
+
+def selections_rows(record: Mapping, published: int) -> list[dict]:
+    """Return the errata row of the paper's count of ordered puzzle selections served (he2026:
+    "67 of 120") from ``results/tables/ordered_selections.json`` (``complete_sessions``,
+    ``distinct_ordered``, ``possible_ordered``, ``distinct_unordered``,
+    ``possible_unordered``); no row when the distinct count equals the published one."""
+    distinct, sessions = int(record["distinct_ordered"]), int(record["complete_sessions"])
+    if distinct == int(published):
+        return []
+    evidence = (
+        f"ordered_selections.json: {sessions} complete sessions were served "
+        f"{distinct} distinct ordered selections of the {record['possible_ordered']} possible "
+        f"({record['distinct_unordered']} of {record['possible_unordered']} puzzle sets)"
+    )
+    conclusion = (
+        f"yes: the design covered {distinct} of {record['possible_ordered']} ordered selections"
+    )
+    quantity = "ordered puzzle selections served"
+    return [_row(quantity, published, sessions, distinct, CAUSE_SELECTIONS, evidence, conclusion)]
+
+
+#: Published tables nonolab recomputes under both SAT alignments: the preset's ``published``
+#: key of the file -> the function giving its errata rows from nonolab's table (the
+#: workflow's ``errata`` rule maps the same keys to nonolab's tables).
+ALIGNED_TABLES: dict[str, Callable[..., list[dict]]] = {
+    "behavioral_vs_decisions": partial(behaviour_on_sat_rows, metric="decisions"),
+    "behavioral_vs_conflicts": partial(behaviour_on_sat_rows, metric="conflicts"),
+    "moderation_behavioral": behaviour_moderation_rows,
+    "behavioral_vs_sat_metrics": behaviour_models_rows,
+    "moderation_expertise": moderation_rows,
+    "selection_representativeness": representativeness_rows,
+}
+
+
+def study_errata(
+    inputs: Mapping[str, str],
+    *,
+    published: Sequence[str] = (),
+    aligned: Sequence[str] = (),
+    themes_min_present: int | None = None,
+    selections_published: int | None = None,
+    alpha: float = 0.05,
+    log: Callable[[str], None] = lambda _msg: None,
+) -> pd.DataFrame:
+    """Return the errata table (:func:`errata_table`) of a study from the files the workflow's
+    ``errata`` rule names in ``inputs``: Table 1 (``published`` holds ``table1``), the pause
+    fit (``pause_report``), the BT intervals (``bt_strengths``), every table of ``aligned``
+    (:data:`ALIGNED_TABLES`; inputs ``<key>`` = the published file, ``ours_<key>`` = nonolab's
+    table), the theme FDR family and the count of ordered selections served."""
+    rows: list[dict] = []
+    if "table1" in published:
+        erratum = pd.read_csv(inputs["table1_erratum"])
+        rows += table1_rows(erratum, pd.read_csv(inputs["table1"]), alpha=alpha)
+    if "pause_report" in published:
+        with open(inputs["threshold"], encoding="utf-8") as fh:
+            record = json.load(fh)
+        with open(inputs["pause_report"], encoding="utf-8") as fh:
+            published_pauses = parse_pause_report(fh.read())
+        log(f"published pause numbers: {published_pauses}")
+        rows += pause_rows(record, published_pauses)
+    if "bt_strengths" in published:
+        strengths = pd.read_csv(inputs["strengths"], dtype={"puzzle_id": str})
+        pub = pd.read_csv(inputs["bt_published"], dtype={"puzzle_id": str})
+        found = bootstrap_rows(strengths, pub)
+        if not found and "ci_low_published_semantics" not in strengths.columns:
+            log("bt_strengths.csv has no published-semantics intervals: no bootstrap rows")
+        rows += found
+    for key in aligned:
+        ours, pub = pd.read_csv(inputs[f"ours_{key}"]), pd.read_csv(inputs[key])
+        rows += ALIGNED_TABLES[key](ours, pub, alpha=alpha)
+    if themes_min_present is not None:
+        themes = pd.read_csv(inputs["themes"])
+        rows += theme_fdr_rows(themes, themes_min_present, alpha=alpha)
+    if selections_published is not None:
+        with open(inputs["selections"], encoding="utf-8") as fh:
+            rows += selections_rows(json.load(fh), selections_published)
+    return errata_table(rows)
 
 
 def errata_table(rows: list[dict]) -> pd.DataFrame:
