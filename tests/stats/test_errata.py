@@ -310,3 +310,50 @@ def test_public_study_moderation_rows(study_dir):
     assert got["decisions"] == (0.020, "no: p < 0.05 either way")
     assert got["propagations"][0] == 0.052 and got["propagations"][1].startswith("yes")
     assert got["conflicts"][0] == 0.064 and got["conflicts"][1].startswith("yes")
+
+
+@pytest.mark.study
+def test_public_study_adjustment_rows(study_dir):
+    """The published adjustment files rest on 177 of the 180 final ratings and the row-position
+    join: the raw rho of difficulty with decisions, -0.493 as published, is 0.257 corrected."""
+    from nonolab.sat.puzzles import load_study_puzzles
+    from nonolab.sat.solvers import solver_record
+    from nonolab.stats.adjustment import study_adjustment
+    from nonolab.study.features import attempt_features
+
+    preset = resolve_preset(study_dir).data
+    att = attempt_features(
+        study_ingest(str(study_dir)).tables,
+        preset["published"]["pause_threshold_s"],
+        keep_initial_rating_sentinel=True,
+    )
+    puzzles = load_study_puzzles(study_dir / "nonograms_6.json")
+    metrics = pd.DataFrame([solver_record(p, "block_start", "minisat22") for p in puzzles])
+    models, diff, vs = study_adjustment(
+        att,
+        metrics,
+        study_dir / "selected_six_nonogram_stats.csv",
+        solver="minisat22",
+        encoding="block_start",
+    )
+    out = study_dir / "analyze-data/out_features"
+    rows = errata.adjusted_difficulty_vs_sat_rows(
+        vs, pd.read_csv(out / "stats_expertise_adjusted_difficulty_vs_sat.csv")
+    )
+    got = {r["quantity"].split(".csv ")[1]: r for r in rows}
+    raw = got["decisions raw_spearman_rho"]
+    assert round(raw["published"], 3) == round(raw["reproduced_as_published"], 3) == -0.493
+    assert round(raw["corrected"], 3) == 0.257
+    assert raw["conclusion_changes"].startswith("yes: sign negative -> positive")
+    assert {r["cause"] for r in rows} == {errata.CAUSE_SAMPLE_AND_JOIN}
+    order = errata.ALIGNED_TABLES["order_adjustment"](
+        models, pd.read_csv(out / "order_adjustment_model_params.csv")
+    )
+    t3 = {r["quantity"]: r for r in order}["order_adjustment_model_params.csv C(order)[T.3] coef"]
+    assert (round(t3["published"], 4), round(t3["corrected"], 4)) == (0.0433, 0.0630)
+    assert t3["reproduced_as_published"] == pytest.approx(t3["published"], rel=1e-6)
+    per_puzzle = errata.adjusted_difficulty_rows(
+        diff, pd.read_csv(out / "expertise_adjusted_puzzle_difficulty.csv")
+    )
+    assert all(r["reproduced_as_published"] == pytest.approx(r["published"]) for r in per_puzzle)
+    assert any("puzzle 2 decisions" in r["quantity"] for r in per_puzzle)

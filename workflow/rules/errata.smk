@@ -24,6 +24,10 @@ ERRATA_ALIGNED = {
         "behavioral_vs_sat_metrics": "results/tables/behaviour_models_raw.csv",
         "moderation_expertise": "results/tables/moderation_raw.csv",
         "selection_representativeness": "results/tables/selection_representativeness.csv",
+        "order_adjustment": "results/tables/adjustment_models.csv",
+        "expertise_adjustment": "results/tables/adjustment_models.csv",
+        "adjusted_difficulty": "results/tables/adjusted_difficulty.csv",
+        "adjusted_difficulty_vs_sat": "results/tables/adjusted_difficulty_vs_sat.csv",
     }.items()
     if study_path(f"published.{key}")
 }

@@ -611,6 +611,94 @@ def selections_rows(record: Mapping, published: int) -> list[dict]:
     return [_row(quantity, published, sessions, distinct, CAUSE_SELECTIONS, evidence, conclusion)]
 
 
+CAUSE_SAMPLE = (
+    "rating sample: the published difficulty-adjustment files were computed from an earlier "
+    "feature table without the 3 final ratings given after unsolved attempts (177 of 180)"
+)
+CAUSE_SAMPLE_AND_JOIN = f"{CAUSE_SAMPLE}; and {CAUSE_TABLE1}"
+
+
+def _as_published_and_corrected(table: pd.DataFrame, sample_only: bool = False) -> pd.DataFrame:
+    """Rows of an adjustment table under the published method (``sample`` published and, unless
+    ``sample_only``, ``alignment`` published) and the corrected one, labelled by ``alignment``
+    (``published``/``corrected``) for :func:`aligned_rows`."""
+    if sample_only:
+        return table.drop(columns=["alignment"], errors="ignore").rename(
+            columns={"sample": "alignment"}
+        )
+    return table[table["alignment"] == table["sample"]].drop(columns=["sample"])
+
+
+def adjustment_model_rows(
+    table: pd.DataFrame, published: pd.DataFrame, *, model: str, source: str, alpha: float = 0.05
+) -> list[dict]:
+    """Return the errata rows of a published difficulty-adjustment OLS (he2026:
+    ``order_adjustment_model_params.csv`` for ``model`` "order", ``expertise_adjustment_model_
+    params.csv`` for "expertise_order": ``term``, ``coef``, ``se``, ``p_value``) from
+    ``results/tables/adjustment_models.csv`` (the published and the corrected rating sample),
+    compared at 3 significant digits."""
+    ours = _as_published_and_corrected(table[table["model"] == model], sample_only=True)
+    return aligned_rows(
+        published,
+        ours,
+        keys={"term": "term"},
+        columns={"coef": "coef", "se": "se", "p_value": "p_value"},
+        quantity=source + " {term} {label}",
+        source="adjustment_models.csv",
+        cause=CAUSE_SAMPLE,
+        p_of={"coef": "p_value"},
+        alpha=alpha,
+        significant=3,
+    )
+
+
+def adjusted_difficulty_rows(
+    table: pd.DataFrame, published: pd.DataFrame, alpha: float = 0.05
+) -> list[dict]:
+    """Return the errata rows of the published expertise-adjusted difficulty per puzzle (he2026:
+    ``expertise_adjusted_puzzle_difficulty.csv``) from ``results/tables/adjusted_difficulty.csv``
+    (published sample and alignment against the corrected ones): raw and adjusted mean
+    difficulty (1-5, 3 decimals), number of ratings and the SAT statistics joined to the
+    puzzle."""
+    source = "expertise_adjusted_puzzle_difficulty.csv"
+    ours = _as_published_and_corrected(table)
+    ours = ours.assign(puzzle_id=ours["puzzle_id"].astype(str))
+    pub = published.assign(puzzle_id=published["puzzle_id"].astype(str))
+    cols = ["raw_mean_difficulty", "n_ratings", "adjusted_difficulty"]
+    cols += ["decisions", "propagations", "conflicts"]
+    return aligned_rows(
+        pub,
+        ours,
+        keys={"puzzle_id": "puzzle_id"},
+        columns={c: c for c in cols if c in pub.columns},
+        quantity=source + " puzzle {puzzle_id} {label}",
+        source="adjusted_difficulty.csv",
+        cause=CAUSE_SAMPLE_AND_JOIN,
+        alpha=alpha,
+    )
+
+
+def adjusted_difficulty_vs_sat_rows(
+    table: pd.DataFrame, published: pd.DataFrame, alpha: float = 0.05
+) -> list[dict]:
+    """Return the errata rows of the published Spearman correlations of raw and adjusted
+    difficulty with each SAT metric (he2026: ``stats_expertise_adjusted_difficulty_vs_sat.csv``)
+    from ``results/tables/adjusted_difficulty_vs_sat.csv``, compared at 3 decimals."""
+    source = "stats_expertise_adjusted_difficulty_vs_sat.csv"
+    cols = ["raw_spearman_rho", "raw_spearman_p", "adjusted_spearman_rho", "adjusted_spearman_p"]
+    return aligned_rows(
+        published,
+        _as_published_and_corrected(table),
+        keys={"sat_metric": "sat_metric"},
+        columns={c: c for c in cols},
+        quantity=source + " {sat_metric} {label}",
+        source="adjusted_difficulty_vs_sat.csv",
+        cause=CAUSE_SAMPLE_AND_JOIN,
+        p_of={"raw_spearman_rho": "raw_spearman_p", "adjusted_spearman_rho": "adjusted_spearman_p"},
+        alpha=alpha,
+    )
+
+
 #: Published tables nonolab recomputes under both SAT alignments: the preset's ``published``
 #: key of the file -> the function giving its errata rows from nonolab's table (the
 #: workflow's ``errata`` rule maps the same keys to nonolab's tables).
@@ -621,6 +709,16 @@ ALIGNED_TABLES: dict[str, Callable[..., list[dict]]] = {
     "behavioral_vs_sat_metrics": behaviour_models_rows,
     "moderation_expertise": moderation_rows,
     "selection_representativeness": representativeness_rows,
+    "order_adjustment": partial(
+        adjustment_model_rows, model="order", source="order_adjustment_model_params.csv"
+    ),
+    "expertise_adjustment": partial(
+        adjustment_model_rows,
+        model="expertise_order",
+        source="expertise_adjustment_model_params.csv",
+    ),
+    "adjusted_difficulty": adjusted_difficulty_rows,
+    "adjusted_difficulty_vs_sat": adjusted_difficulty_vs_sat_rows,
 }
 
 
