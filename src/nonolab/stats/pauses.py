@@ -7,6 +7,12 @@ components are fitted to the natural log of the strictly positive gaps; the thre
 posteriors of the middle and slowest components are equal. EM stopped at scikit-learn's default
 tolerance (the published fit) is not at an optimum; :func:`fit_converged_pause_model` continues EM
 until the crossing no longer moves.
+
+The EM is scikit-learn ``GaussianMixture``'s (full covariance, k-means starts drawn by
+``sklearn.cluster.KMeans``, best of ``n_init`` by lower bound, warm-start continuation) written
+out for one feature (:func:`_em`): the same iterations to rounding, about ten times cheaper per
+iteration than scikit-learn's general d-dimensional code on ~29,000 gaps, which matters because
+the checked fit and its random-state checks take about 4,000 iterations.
 """
 
 from __future__ import annotations
