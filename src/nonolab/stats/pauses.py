@@ -132,24 +132,27 @@ class _Mixture:
     tol: float = float("nan")
 
 
-def _m_step(x: np.ndarray, resp: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _m_step(
+    x: np.ndarray, resp: np.ndarray, work: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Return ``(responsibility totals, means, variances)`` of the responsibilities ``resp``
     (components x points), as scikit-learn's ``_estimate_gaussian_parameters`` (full
-    covariance, one feature) computes them."""
+    covariance, one feature) computes them; ``work``: a components x points scratch array."""
     nk = resp.sum(axis=1) + _NK_FLOOR
     means = (resp @ x) / nk
-    diff = x[None, :] - means[:, None]
-    variances = np.einsum("kn,kn->k", resp * diff, diff) / nk + REG_COVAR
+    sq = np.subtract(x[None, :], means[:, None], out=work)
+    np.square(sq, out=sq)
+    variances = np.einsum("kn,kn->k", resp, sq) / nk + REG_COVAR
     return nk, means, variances
 
 
-def _e_step(x: np.ndarray, m: _Mixture) -> tuple[float, np.ndarray]:
-    """Return ``(mean log-likelihood per point, responsibilities)`` (components x points) of
-    ``m`` on ``x``: the weighted log-densities in scikit-learn's expression (``y = x * p - mu *
-    p`` with ``p = 1/sd``, its precision Cholesky factor), then a max-shifted log-sum-exp; one
-    components x points buffer, updated in place."""
+def _e_step(x: np.ndarray, m: _Mixture, out: np.ndarray | None = None) -> tuple[float, np.ndarray]:
+    """Return ``(mean log-likelihood per point, responsibilities)`` (components x points, in
+    ``out`` when given) of ``m`` on ``x``: the weighted log-densities in scikit-learn's
+    expression (``y = x * p - mu * p`` with ``p = 1/sd``, its precision Cholesky factor), then a
+    max-shifted log-sum-exp, in place in one components x points array."""
     pc = 1.0 / np.sqrt(m.variances)
-    z = np.multiply(x[None, :], pc[:, None])
+    z = np.multiply(x[None, :], pc[:, None], out=out)
     z -= (m.means * pc)[:, None]
     np.square(z, out=z)
     z += _LOG_2PI
@@ -183,10 +186,11 @@ def _em(x: np.ndarray, start: _Mixture, tol: float, max_iter: int) -> _Mixture:
     iteration is ``start.lower_bound`` (so a continuation behaves as scikit-learn's warm start).
     """
     m, lower = start, start.lower_bound
+    resp, work = np.empty((2, len(start.means), len(x)))  # reused: kept in cache
     for n_iter in range(1, max_iter + 1):
         prev = lower
-        lower, resp = _e_step(x, m)
-        nk, means, variances = _m_step(x, resp)
+        lower, _ = _e_step(x, m, out=resp)
+        nk, means, variances = _m_step(x, resp, work)
         converged = abs(lower - prev) < tol
         m = _Mixture(nk / nk.sum(), means, variances, lower, n_iter, converged, tol)
         if converged:
@@ -211,9 +215,10 @@ class _Gaps:
         self._starts: dict[tuple[int, int], tuple[np.random.RandomState, list[_Mixture]]] = {}
 
     def starts(self, k: int, n_init: int, seed: int) -> list[_Mixture]:
-        """Return the first ``n_init`` k-means starts of a ``k``-component fit from ``seed``."""
-        if k == 1:  # k-means with one cluster: every start is the whole sample
-            return [_kmeans_start_one(self.x)] * n_init
+        """Return the first ``n_init`` k-means starts of a ``k``-component fit from ``seed``
+        (one start for ``k`` = 1)."""
+        if k == 1:  # k-means with one cluster: every start is the same, one EM run stands for all
+            return [_kmeans_start_one(self.x)]
         rs, have = self._starts.setdefault((k, seed), (np.random.RandomState(seed), []))
         while len(have) < n_init:
             have.append(_kmeans_start(self.x, k, rs))
