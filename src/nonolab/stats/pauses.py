@@ -38,8 +38,8 @@ class PauseModel:
     crossing of the two slowest components (NaN when the largest fit has fewer than 2).
     ``log_likelihood``: total log-likelihood of the largest fit (natural log, summed over the
     fitted gaps); ``n_iter``: its EM iterations (of the best start, plus any continuation);
-    ``converged``: scikit-learn's flag, or the outcome of the continuation check when ``check``
-    (:func:`fit_converged_pause_model`) is given.
+    ``converged``: whether EM met its tolerance, or the outcome of the continuation check when
+    ``check`` (:func:`fit_converged_pause_model`) is given.
     """
 
     n_gaps: int
@@ -176,6 +176,12 @@ def _kmeans_start(x: np.ndarray, k: int, random_state: np.random.RandomState) ->
     return _Mixture(nk / len(x), means, variances)
 
 
+def _kmeans_start_one(x: np.ndarray) -> _Mixture:
+    """Return the one-component start (k-means with one cluster labels every point alike)."""
+    nk, means, variances = _m_step(x, np.ones((1, len(x))))
+    return _Mixture(nk / len(x), means, variances)
+
+
 def _em(x: np.ndarray, start: _Mixture, tol: float, max_iter: int) -> _Mixture:
     """Run EM on ``x`` from ``start`` until the mean log-likelihood per point changes by less
     than ``tol`` or ``max_iter`` iterations, and return the new state.
@@ -196,12 +202,6 @@ def _em(x: np.ndarray, start: _Mixture, tol: float, max_iter: int) -> _Mixture:
         if converged:
             break
     return m
-
-
-def _kmeans_start_one(x: np.ndarray) -> _Mixture:
-    """Return the one-component start (k-means with one cluster labels every point alike)."""
-    nk, means, variances = _m_step(x, np.ones((1, len(x))))
-    return _Mixture(nk / len(x), means, variances)
 
 
 class _Gaps:
