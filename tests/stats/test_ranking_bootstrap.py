@@ -318,3 +318,15 @@ def test_example_minus_one_participant_does_not_crash():
     assert boot.n_used == n_boot - not_connected
     t = strengths_table(c, items, boot)
     assert (t["status"] == "ok").all() and t["ci_low"].notna().all()
+
+
+def test_no_comparisons_at_all():
+    """Nobody rated two puzzles: no participant enters the resamples. Several items are then
+    never connected; a single item is its own strongly connected graph, with strength 0."""
+    empty = pd.DataFrame(columns=ranking.COMPARISON_COLUMNS)
+    for w in ("k", "k2"):
+        b = bootstrap_log_strengths(empty, ITEMS, 7, seed=3, weighting=w)
+        assert (b.n_used, b.n_not_connected, b.n_not_converged) == (0, 7, 0)
+        assert b.theta.shape == (0, 4)
+        one = bootstrap_log_strengths(empty, ["a"], 7, seed=3, weighting=w)
+        assert (one.n_used, one.n_not_connected) == (7, 0) and (one.theta == 0).all()

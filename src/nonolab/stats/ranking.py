@@ -329,7 +329,7 @@ def bootstrap_log_strengths(
     wins = np.zeros((len(parts), n_items, n_items))
     for j, p in enumerate(parts):
         np.add.at(wins[j], tuple(np.asarray(by_part[p], dtype=int).reshape(-1, 2).T), 1.0)
-    flat = wins.reshape(len(parts), -1)
+    flat = wins.reshape(len(parts), n_items * n_items)
     edges = (flat > 0).astype(float)
     out, not_connected, not_converged = [], 0, 0
     step = max(int(progress_every), 1)
