@@ -7,7 +7,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.stats import norm
+from sklearn.mixture import GaussianMixture
 
+from nonolab.stats import pauses
 from nonolab.stats.pauses import (
     equal_posterior_crossing,
     fit_converged_pause_model,
@@ -69,6 +71,32 @@ def test_fit_recovers_simulated_components_and_threshold():
     assert w[1] * norm.pdf(z, mu[1], sd[1]) == pytest.approx(w[2] * norm.pdf(z, mu[2], sd[2]))
     assert m.threshold_s == pytest.approx(np.exp(z))
     assert 1.0 < m.threshold_s < 5.0
+
+
+@pytest.mark.parametrize(("k", "n_init", "seed"), [(2, 3, 1), (3, 4, 5), (3, 1, 42)])
+def test_em_is_scikit_learns_gaussian_mixture(k, n_init, seed):
+    """The EM of the pause fits is scikit-learn GaussianMixture's (full covariance, k-means
+    starts, ``n_init`` best lower bound, warm-start continuation): same iteration counts, same
+    parameters and likelihood to rounding, on data with three scales."""
+    g = _two_scale_gaps(n=2500, seed=8)
+    x = np.log(g).reshape(-1, 1)
+    gm = GaussianMixture(k, n_init=n_init, random_state=seed, tol=1e-6, max_iter=5000).fit(x)
+    data = pauses._Gaps(g, k)
+    m = pauses._best_fit(data.x, data.starts(k, n_init, seed), 1e-6, 5000)
+    for tol in (None, 1e-9):
+        if tol is not None:  # continue both (scikit-learn: warm start)
+            gm.set_params(warm_start=True, tol=tol).fit(x)
+            m = pauses._em(data.x, m, tol, 5000)
+        order = np.argsort(gm.means_.ravel())
+        assert (m.n_iter, m.converged) == (gm.n_iter_, gm.converged_)
+        assert m.lower_bound == pytest.approx(gm.lower_bound_, rel=1e-13)
+        assert np.sort(m.means) == pytest.approx(gm.means_.ravel()[order], rel=1e-10)
+        assert m.variances[np.argsort(m.means)] == pytest.approx(
+            gm.covariances_.ravel()[order], rel=1e-10
+        )
+        assert m.weights[np.argsort(m.means)] == pytest.approx(gm.weights_[order], rel=1e-10)
+        assert pauses._bic(data.x, m) == pytest.approx(gm.bic(x), rel=1e-13)
+        assert pauses._score(data.x, m) == pytest.approx(gm.score(x), rel=1e-13)
 
 
 def test_fit_is_deterministic_and_zero_gaps_count_but_are_not_fitted():

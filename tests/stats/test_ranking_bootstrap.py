@@ -102,25 +102,82 @@ def test_non_convergence_is_counted_not_raised(monkeypatch):
     rows = [(f"p{p}", f"i{i}", (p + i) % 5 + 1) for p in range(12) for i in range(3)]
     c = pairwise_comparisons(_ratings(rows))
     items = ["i0", "i1", "i2"]
-    real = choix.ilsr_pairwise
-    calls = {"n": 0}
+    real = ranking.ilsr_dense_batch
+    seen = {"n": 0}
 
-    def flaky(*args, **kw):
-        calls["n"] += 1
-        if calls["n"] % 6 == 0:
-            raise RuntimeError("Did not converge after 10000 iterations")
-        if calls["n"] % 6 == 3:
-            raise ValueError("stationary distribution could not be computed")
-        if calls["n"] % 3 == 1:
-            return real(*args, **kw)
-        return np.array([np.nan, 0.0, 0.0])  # non-finite values count as not converged too
+    def flaky(wins, **kw):
+        theta, ok = real(wins, **kw)
+        fail = (np.arange(len(ok)) + seen["n"]) % 3 != 0  # two of every three fail
+        seen["n"] += len(ok)
+        theta[fail] = np.nan
+        return theta, ok & ~fail
 
-    monkeypatch.setattr(ranking.choix, "ilsr_pairwise", flaky)
-    b = bootstrap_log_strengths(c, items, 30, seed=1)
+    monkeypatch.setattr(ranking, "ilsr_dense_batch", flaky)
+    b = bootstrap_log_strengths(c, items, 30, seed=1, progress_every=7)
     assert b.n_not_connected + b.n_not_converged + b.n_used == 30
-    failing = sum(n % 3 != 1 for n in range(1, calls["n"] + 1))
-    assert calls["n"] == 30 - b.n_not_connected
-    assert (b.n_not_converged, b.n_used) == (failing, calls["n"] - failing)
+    assert seen["n"] == 30 - b.n_not_connected
+    assert b.n_used == len(range(0, seen["n"], 3)) and np.isfinite(b.theta).all()
+
+
+def test_batch_fit_reports_what_choix_raises():
+    c = pairwise_comparisons(DESIGN)
+    w = np.zeros((4, 4))
+    for a, b in _choix_data(c, ITEMS):
+        w[a, b] += 1
+    cut = w.copy()
+    cut[3, 0] = 0.0  # without p3: {a, b} and {c, d}, no chain back; choix cannot fit it
+    with pytest.raises((RuntimeError, ValueError), match="converge|stationary"):
+        choix.ilsr_pairwise_dense(cut, alpha=0.0, max_iter=10_000)
+    theta, ok = ranking.ilsr_dense_batch(np.stack([w, cut, w]))
+    assert ok.tolist() == [True, False, True] and np.isnan(theta[1]).all()
+    assert theta[0] == pytest.approx(fit_log_strengths(c, ITEMS), abs=1e-8)
+    # One I-LSR step cannot meet the convergence test (it compares two steps), as in choix.
+    with pytest.raises(RuntimeError, match="converge"):
+        choix.ilsr_pairwise_dense(w, alpha=0.0, max_iter=1)
+    assert not ranking.ilsr_dense_batch(w[None], max_iter=1)[1].any()
+
+
+def test_batch_fit_is_choix_on_every_resample():
+    """Each resample's fit equals choix.ilsr_pairwise on the resample's concatenated index pairs
+    (the bootstrap's former per-resample fit) and choix.ilsr_pairwise_dense on its k-squared
+    win matrix, to rounding (same iterates, same stopping rule)."""
+    att = _example_minus_p4()
+    items = sorted(att["puzzle_id"].unique(), key=lambda s: (len(s), s))
+    c = pairwise_comparisons(att)
+    parts = sorted(c["participant_id"].unique())
+    per = [_choix_data(c[c["participant_id"] == p], items) for p in parts]
+    n, n_boot = len(items), 60
+    k = bootstrap_log_strengths(c, items, n_boot, MASTER_SEED)
+    k2 = bootstrap_log_strengths(c, items, n_boot, MASTER_SEED, weighting="k2")
+    rng = np.random.default_rng(MASTER_SEED)
+    refs: dict[str, list] = {"k": [], "k2": []}
+    for _ in range(n_boot):
+        draw = rng.integers(0, len(parts), len(parts))
+        pairs = [x for j in draw for x in per[j]]
+        adj = np.zeros((n, n), dtype=bool)
+        adj[tuple(np.array(pairs).T)] = True
+        if not _closure(adj).all():
+            continue
+        th = choix.ilsr_pairwise(n, pairs, alpha=0.0, tol=1e-9, max_iter=10_000)
+        refs["k"].append(th - th.mean())
+        w2 = np.zeros((n, n))
+        for j, m in enumerate(np.bincount(draw, minlength=len(parts))):
+            for a, b in per[j]:
+                w2[a, b] += m**2
+        th = choix.ilsr_pairwise_dense(w2, alpha=0.0, tol=1e-9, max_iter=10_000)
+        refs["k2"].append(th - th.mean())
+    for boot, w in ((k, "k"), (k2, "k2")):
+        assert boot.n_used == len(refs[w]) > 40
+        assert np.abs(boot.theta - np.array(refs[w])).max() < 1e-12
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_batch_connectivity_is_the_transitive_closure(seed):
+    rng = np.random.default_rng(seed)
+    adj = rng.random((300, 5, 5)) < rng.uniform(0.15, 0.6, size=(300, 1, 1))
+    got = ranking._strongly_connected_batch(adj)
+    want = [bool(_closure(a).all()) for a in adj]
+    assert got.tolist() == want and 20 < sum(want) < 280
 
 
 def test_undefined_point_estimate_gives_a_table_with_the_reason():
@@ -261,3 +318,15 @@ def test_example_minus_one_participant_does_not_crash():
     assert boot.n_used == n_boot - not_connected
     t = strengths_table(c, items, boot)
     assert (t["status"] == "ok").all() and t["ci_low"].notna().all()
+
+
+def test_no_comparisons_at_all():
+    """Nobody rated two puzzles: no participant enters the resamples. Several items are then
+    never connected; a single item is its own strongly connected graph, with strength 0."""
+    empty = pd.DataFrame(columns=ranking.COMPARISON_COLUMNS)
+    for w in ("k", "k2"):
+        b = bootstrap_log_strengths(empty, ITEMS, 7, seed=3, weighting=w)
+        assert (b.n_used, b.n_not_connected, b.n_not_converged) == (0, 7, 0)
+        assert b.theta.shape == (0, 4)
+        one = bootstrap_log_strengths(empty, ["a"], 7, seed=3, weighting=w)
+        assert (one.n_used, one.n_not_connected) == (7, 0) and (one.theta == 0).all()

@@ -132,7 +132,6 @@ def bootstraps(comparisons):
     }
 
 
-@pytest.mark.slow  # two 5,000-resample bootstraps of the public study (~15 s)
 def test_participant_bootstrap_intervals_stay_as_they_are(comparisons, bootstraps):
     boot = bootstraps["k"]
     assert (boot.n_used, boot.n_not_connected, boot.n_not_converged) == (4998, 2, 0)
@@ -148,7 +147,6 @@ def test_participant_bootstrap_intervals_stay_as_they_are(comparisons, bootstrap
     ]
 
 
-@pytest.mark.slow  # two 5,000-resample bootstraps of the public study (~15 s)
 def test_published_semantics_reproduce_the_published_intervals(comparisons, bootstraps, study_dir):
     """The k-squared weighting reproduces bt_difficulty_vs_sat.csv within Monte-Carlo error.
 
