@@ -12,90 +12,34 @@ BEHAV_RATINGS_MISSING = PRESET.get("published", {}).get(
 )
 
 
-rule behaviour_pooled_ols:
+rule behaviour_ols:
     input:
-        attempts="results/features/attempts.csv",
+        **MODELS_INPUT,
     output:
-        table=report(
+        pooled=report(
             "results/tables/behaviour_pooled.csv",
             caption="../report/behaviour_pooled.rst",
             category="Behaviour regressions",
         ),
-    log:
-        "results/logs/behaviour_pooled_ols.log",
-    benchmark:
-        "results/bench/rules/behaviour_pooled_ols.tsv"
-    conda:
-        "../../envs/nonolab.yaml"
-    threads: 1
-    resources:
-        mem_mb=1000,
-        runtime=5,
-    params:
-        ratings_missing=BEHAV_RATINGS_MISSING,
-    script:
-        "../../scripts/behaviour_pooled_ols.py"
-
-
-rule behaviour_per_puzzle_ols:
-    input:
-        attempts="results/features/attempts.csv",
-    output:
-        table=report(
+        per_puzzle=report(
             "results/tables/behaviour_per_puzzle.csv",
             caption="../report/behaviour_per_puzzle.rst",
             category="Behaviour regressions",
         ),
-    log:
-        "results/logs/behaviour_per_puzzle_ols.log",
-    benchmark:
-        "results/bench/rules/behaviour_per_puzzle_ols.tsv"
-    conda:
-        "../../envs/nonolab.yaml"
-    threads: 1
-    resources:
-        mem_mb=1000,
-        runtime=5,
-    script:
-        "../../scripts/behaviour_per_puzzle_ols.py"
-
-
-rule behaviour_vif:
-    input:
-        attempts="results/features/attempts.csv",
-    output:
-        table=report(
+        vif=report(
             "results/tables/behaviour_vif.csv",
             caption="../report/behaviour_vif.rst",
             category="Behaviour regressions",
         ),
-    log:
-        "results/logs/behaviour_vif.log",
-    benchmark:
-        "results/bench/rules/behaviour_vif.tsv"
-    conda:
-        "../../envs/nonolab.yaml"
-    threads: 1
-    resources:
-        mem_mb=1000,
-        runtime=5,
-    script:
-        "../../scripts/behaviour_vif.py"
-
-
-rule behaviour_on_sat_ols:
-    input:
-        **MODELS_INPUT,
-    output:
-        table=report(
+        on_sat=report(
             "results/tables/behaviour_on_sat.csv",
             caption="../report/behaviour_on_sat.rst",
             category="Behaviour regressions",
         ),
     log:
-        "results/logs/behaviour_on_sat_ols.log",
+        "results/logs/behaviour_ols.log",
     benchmark:
-        "results/bench/rules/behaviour_on_sat_ols.tsv"
+        "results/bench/rules/behaviour_ols.tsv"
     conda:
         "../../envs/nonolab.yaml"
     threads: 1
@@ -104,8 +48,9 @@ rule behaviour_on_sat_ols:
         runtime=5,
     params:
         covariates=MODELS_COVARIATES_RAW,
+        ratings_missing=BEHAV_RATINGS_MISSING,
     script:
-        "../../scripts/behaviour_on_sat_ols.py"
+        "../../scripts/behaviour_ols.py"
 
 
 rule behaviour_moderation:
