@@ -38,8 +38,6 @@ import pandas as pd
 from nonolab.core.tables import write_json
 from nonolab.stats import rcheck
 from nonolab.stats.lmm import (
-    _codes_of,
-    _relative_sd,
     bootstrap_p,
     fit_crossed,
     reml_fit_arrays,
@@ -113,7 +111,8 @@ def time_bootstrap(d: pd.DataFrame, n_boot: int, n_loop: int, seed: int) -> dict
     batched = (time.perf_counter() - t0) / n_boot
     full, null = fit_crossed(d, "y ~ x"), fit_crossed(d, "y ~ 1")
     Y = simulate_responses(null, np.random.default_rng(seed), min(n_loop, n_boot))
-    codes, start = _codes_of(full), _relative_sd(full)
+    codes = [full.participant_codes, full.puzzle_codes]
+    start = np.sqrt(np.array([full.var_participant, full.var_puzzle]) / full.var_residual)
     t0 = time.perf_counter()
     loop = [reml_fit_arrays(y, full.exog, codes, start=start) for y in Y]
     one = (time.perf_counter() - t0) / len(Y)

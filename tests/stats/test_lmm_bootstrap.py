@@ -206,6 +206,9 @@ def test_bootstrap_p_equals_per_response_fit_crossed():
     assert res.n_failed == 0 and res.n_valid == 20
     assert res.z_observed == full.params["x"] / full.bse["x"]
     assert res.p_boot == (1 + np.sum(np.abs(ref) >= abs(res.z_observed))) / 21
+    # Each response's fit is independent of the others in its chunk
+    whole = lmm.bootstrap_p(d, "y", "x", "x", n_boot=20, seed=9)
+    np.testing.assert_array_equal(whole.z_null, res.z_null)
 
 
 def test_bootstrap_refits_alone_what_the_batch_leaves_and_counts_failures(monkeypatch):

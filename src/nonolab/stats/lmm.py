@@ -265,7 +265,7 @@ def bootstrap_p(
     puzzle: str = PUZZLE,
     null_rhs: str = "1",
     progress: Callable[[int, int], None] | None = None,
-    chunk: int = 256,
+    chunk: int | None = None,
 ) -> BootstrapResult:
     """Parametric-bootstrap p-value for fixed-effect ``term`` of ``y ~ rhs``.
 
@@ -296,7 +296,7 @@ def parametric_bootstrap(
     n_boot: int,
     seed: int,
     progress: Callable[[int, int], None] | None = None,
-    chunk: int = 256,
+    chunk: int | None = None,
 ) -> BootstrapResult:
     """Parametric bootstrap of fixed-effect ``term`` of the fit ``full`` under the fit ``null``.
 
@@ -304,7 +304,7 @@ def parametric_bootstrap(
     bootstrap of :func:`bootstrap_p` (which makes both fits) for a caller that has them
     already. ``n_boot`` responses are simulated from ``null`` (:func:`simulate_responses`,
     ``numpy.random.default_rng(seed)``) and ``full``'s model is refitted to each, ``chunk`` at
-    a time, by :func:`reml_fit_batch` started at ``full``'s relative SDs; a response whose
+    a time (default: up to 256, about 32 MB of responses), by :func:`reml_fit_batch` started at ``full``'s relative SDs; a response whose
     batched fit does not converge is refitted alone by :func:`reml_fit_arrays`, and a refit
     that fails there (an error) counts in ``n_failed``. Returns a :class:`BootstrapResult`.
     """
@@ -318,6 +318,8 @@ def parametric_bootstrap(
     Z = _codes_of(full)
     j = list(full.params.index).index(term)
     start = _relative_sd(full)
+    if chunk is None:  # about 32 MB of simulated responses at a time
+        chunk = int(np.clip(4_000_000 // len(X), 1, 256))
     for lo in range(0, n_boot, chunk):
         ystar = simulate_responses(null, rng, min(chunk, n_boot - lo))
         try:
