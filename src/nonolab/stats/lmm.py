@@ -304,9 +304,10 @@ def parametric_bootstrap(
     bootstrap of :func:`bootstrap_p` (which makes both fits) for a caller that has them
     already. ``n_boot`` responses are simulated from ``null`` (:func:`simulate_responses`,
     ``numpy.random.default_rng(seed)``) and ``full``'s model is refitted to each, ``chunk`` at
-    a time (default: up to 256, about 32 MB of responses), by :func:`reml_fit_batch` started at ``full``'s relative SDs; a response whose
-    batched fit does not converge is refitted alone by :func:`reml_fit_arrays`, and a refit
-    that fails there (an error) counts in ``n_failed``. Returns a :class:`BootstrapResult`.
+    a time (default: up to 256, about 32 MB of responses), by :func:`reml_fit_batch` started
+    at ``full``'s relative SDs; a response whose batched fit does not converge is refitted
+    alone by :func:`reml_fit_arrays`, and a refit that fails there (an error) counts in
+    ``n_failed``. Returns a :class:`BootstrapResult`.
     """
     if full.exog is None or null.exog is None or len(full.exog) != len(null.exog):
         raise ValueError("parametric_bootstrap needs two fit_crossed fits of the same rows")
