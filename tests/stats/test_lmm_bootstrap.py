@@ -236,3 +236,24 @@ def test_bootstrap_refits_alone_what_the_batch_leaves_and_counts_failures(monkey
     assert res.n_failed == 1 and res.n_valid == 5
     assert np.isnan(res.z_null[4])
     np.testing.assert_allclose(res.z_null[[0, 1, 2, 3, 5]], good.z_null[[0, 1, 2, 3, 5]], rtol=1e-6)
+
+
+@pytest.mark.parametrize("factors", [(0,), (0, 1), (1, 0, 2)])
+def test_batched_fit_with_one_to_three_factors_equals_reml_fit_arrays(factors):
+    # Any number of random intercepts in any order: the largest factor is eliminated and the
+    # others enter the dense block, as in reml_fit_arrays.
+    rng = np.random.default_rng(0)
+    n, sizes, sds = 300, (40, 7, 5), (0.8, 0.5, 0.7)
+    codes = [rng.integers(0, s, n) for s in sizes]
+    X = np.column_stack([np.ones(n), rng.normal(size=n)])
+    Y = sum(rng.normal(0, sd, (6, s))[:, c] for s, sd, c in zip(sizes, sds, codes, strict=True))
+    Y = Y + rng.normal(size=(6, n))
+    Z = [codes[j] for j in factors]
+    beta, cov, var, ll, ok = lmm.reml_fit_batch(Y, X, Z)
+    assert ok.all()
+    for b in range(len(Y)):
+        ref = lmm.reml_fit_arrays(Y[b], X, Z)
+        assert ll[b] >= ref[3] - 1e-9
+        np.testing.assert_allclose(beta[b], ref[0], rtol=1e-8, atol=1e-10)
+        np.testing.assert_allclose(cov[b], ref[1], rtol=1e-6, atol=1e-12)
+        np.testing.assert_allclose(var[b], ref[2], rtol=1e-6, atol=1e-9)
