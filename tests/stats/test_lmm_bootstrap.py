@@ -257,3 +257,36 @@ def test_batched_fit_with_one_to_three_factors_equals_reml_fit_arrays(factors):
         np.testing.assert_allclose(beta[b], ref[0], rtol=1e-8, atol=1e-10)
         np.testing.assert_allclose(cov[b], ref[1], rtol=1e-6, atol=1e-12)
         np.testing.assert_allclose(var[b], ref[2], rtol=1e-6, atol=1e-9)
+
+
+def test_behaviour_models_p_boot_is_bootstrap_p_with_missing_values(monkeypatch):
+    # behaviour_models reuses its fit and one null fit per outcome and rows: the same bootstrap
+    # as bootstrap_p's own two fits, with missing outcomes and a metric missing on a puzzle.
+    from nonolab.stats import mixed_models as mm
+
+    d = crossed(14, 6, 0.5, 0.2, seed=8)
+    d.loc[[3, 17, 40], "y"] = np.nan
+    d["y2"] = d["y"] * 2.0 + 1.0
+    cov = d.groupby("puzzle_hash", as_index=False)["x"].first()
+    cov["x2"] = cov["x"] ** 2
+    cov.loc[0, "x2"] = np.nan
+    att = d[["participant_id", "puzzle_hash", "y", "y2"]]
+    seen = []
+
+    def recording(*args, **kwargs):
+        seen.append(lmm.parametric_bootstrap(*args, **kwargs))
+        return seen[-1]
+
+    monkeypatch.setattr(mm, "parametric_bootstrap", recording)
+    table = mm.behaviour_models(
+        att, cov, behaviours={"y": "y", "y2": "y2"}, metrics=["x", "x2"], n_boot=15, seed=4,
+        satterthwaite=False,
+    )  # fmt: skip
+    full = att.merge(cov, on="puzzle_hash")
+    for k, (col, m) in enumerate([("y", "x"), ("y", "x2"), ("y2", "x"), ("y2", "x2")]):
+        ref = lmm.bootstrap_p(full, col, m, m, n_boot=15, seed=4 + k)
+        row = table.iloc[k]
+        assert (row["outcome_column"], row["metric"]) == (col, m)
+        np.testing.assert_array_equal(seen[k].z_null, ref.z_null)
+        assert seen[k].z_observed == ref.z_observed
+        assert row["p_boot"] == ref.p_boot and row["n_boot"] == ref.n_valid == 15
