@@ -17,9 +17,19 @@ evaluation costs O(m^3) with m = puzzles + fixed effects + 1, whatever the numbe
 Public entry points:
 
 * :func:`fit_crossed` -> :class:`CrossedFit` (one model; warnings recorded, never swallowed);
-* :func:`bootstrap_p` (parametric bootstrap p-value of one fixed-effect term under the null);
+* :func:`bootstrap_p` (parametric bootstrap p-value of one fixed-effect term under the null;
+  :func:`parametric_bootstrap` from two fits already made);
 * :func:`satterthwaite_df` (Satterthwaite denominator df of a fixed-effect contrast);
-* :func:`reml_fit_arrays` (direct REML fit on arrays: bootstrap refits, simulations).
+* :func:`reml_fit_arrays` (direct REML fit on arrays: simulations, and a bootstrap refit the
+  batched fit leaves);
+* :func:`reml_fit_batch` (REML fits of many responses with one design: the bootstrap refits,
+  from :func:`simulate_responses`).
+
+The bootstrap refits share the design, so the design's share of the sufficient statistics is
+computed once and the profiled criterion, with its exact gradient and Hessian in the relative
+variances, is evaluated for all responses at once (stacked small matrices); a projected Newton
+iteration then runs for all of them together. The same optimum as the one-response engine,
+without its per-refit Python and optimiser overhead.
 
 The study tables built on it are in :mod:`nonolab.stats.mixed_models`.
 """
@@ -255,39 +265,79 @@ def bootstrap_p(
     puzzle: str = PUZZLE,
     null_rhs: str = "1",
     progress: Callable[[int, int], None] | None = None,
+    chunk: int | None = None,
 ) -> BootstrapResult:
     """Parametric-bootstrap p-value for fixed-effect ``term`` of ``y ~ rhs``.
 
     The null model ``y ~ null_rhs`` (crossed random intercepts, REML) is fitted; ``n_boot``
-    responses are simulated from it (``numpy.random.default_rng(seed)``) and the full model is
-    refitted to each; the statistic is the Wald z of ``term``. Deterministic for a given seed.
-    Refits use :func:`reml_fit_arrays` (the engine of :func:`fit_crossed` without its formula
-    step, started at the observed fit's relative SDs).
-    ``progress(i, n_boot)`` is called after each refit. Returns a :class:`BootstrapResult`.
+    responses are simulated from it (``numpy.random.default_rng(seed)``,
+    :func:`simulate_responses`) and the full model is refitted to each; the statistic is the
+    Wald z of ``term``. Deterministic for a given seed. The refits share the design, so they
+    are made together (:func:`parametric_bootstrap`: ``chunk`` responses at a time by
+    :func:`reml_fit_batch`, started at the observed fit's relative SDs). ``progress(i,
+    n_boot)`` is called after each chunk with the number of refits done. Returns a
+    :class:`BootstrapResult`.
     """
     cols = _formula_columns(f"{y} ~ {rhs}", data)
     d = data.dropna(subset=cols + [participant, puzzle]).reset_index(drop=True).copy()
     full = fit_crossed(d, f"{y} ~ {rhs}", participant=participant, puzzle=puzzle)
     null = fit_crossed(d, f"{y} ~ {null_rhs}", participant=participant, puzzle=puzzle)
+    return parametric_bootstrap(
+        full, null, term, n_boot=n_boot, seed=seed, progress=progress, chunk=chunk
+    )
+
+
+@_single_thread_blas
+def parametric_bootstrap(
+    full: CrossedFit,
+    null: CrossedFit,
+    term: str,
+    *,
+    n_boot: int,
+    seed: int,
+    progress: Callable[[int, int], None] | None = None,
+    chunk: int | None = None,
+) -> BootstrapResult:
+    """Parametric bootstrap of fixed-effect ``term`` of the fit ``full`` under the fit ``null``.
+
+    Both are :func:`fit_crossed` fits of the same rows (``null`` of the null formula); the
+    bootstrap of :func:`bootstrap_p` (which makes both fits) for a caller that has them
+    already. ``n_boot`` responses are simulated from ``null`` (:func:`simulate_responses`,
+    ``numpy.random.default_rng(seed)``) and ``full``'s model is refitted to each, ``chunk`` at
+    a time (default: up to 256, about 32 MB of responses), by :func:`reml_fit_batch` started
+    at ``full``'s relative SDs; a response whose batched fit does not converge is refitted
+    alone by :func:`reml_fit_arrays`, and a refit that fails there (an error) counts in
+    ``n_failed``. Returns a :class:`BootstrapResult`.
+    """
+    if full.exog is None or null.exog is None or len(full.exog) != len(null.exog):
+        raise ValueError("parametric_bootstrap needs two fit_crossed fits of the same rows")
     z_obs = float(full.params[term] / full.bse[term])
     rng = np.random.default_rng(seed)
     zs = np.full(n_boot, np.nan)
     failed = 0
-    if full.exog is None:
-        raise ValueError("bootstrap_p: full fit lacks its design matrix")
     X = full.exog
     Z = _codes_of(full)
     j = list(full.params.index).index(term)
     start = _relative_sd(full)
-    for i in range(n_boot):
-        ystar = simulate_response(null, rng)
+    if chunk is None:  # about 32 MB of simulated responses at a time
+        chunk = int(np.clip(4_000_000 // len(X), 1, 256))
+    for lo in range(0, n_boot, chunk):
+        ystar = simulate_responses(null, rng, min(chunk, n_boot - lo))
         try:
-            beta, cov, _, _ = reml_fit_arrays(ystar, X, Z, start=start)
-            zs[i] = beta[j] / np.sqrt(cov[j, j])
-        except (np.linalg.LinAlgError, ValueError, FloatingPointError):
-            failed += 1
+            beta, cov, _, _, ok = reml_fit_batch(ystar, X, Z, start=start)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                zs[lo : lo + len(ystar)] = beta[:, j] / np.sqrt(cov[:, j, j])
+        except np.linalg.LinAlgError:  # e.g. a singular design: every refit on its own
+            ok = np.zeros(len(ystar), dtype=bool)
+        for i in np.flatnonzero(~ok):
+            try:
+                b_i, cov_i, _, _ = reml_fit_arrays(ystar[i], X, Z, start=start)
+                zs[lo + i] = b_i[j] / np.sqrt(cov_i[j, j])
+            except (np.linalg.LinAlgError, ValueError, FloatingPointError):
+                zs[lo + i] = np.nan
+                failed += 1
         if progress is not None:
-            progress(i + 1, n_boot)
+            progress(lo + len(ystar), n_boot)
     return BootstrapResult(term=term, z_observed=z_obs, z_null=zs, n_failed=failed)
 
 
@@ -654,6 +704,352 @@ def reml_fit_arrays(
     crit, beta, xtwx_inv, s2 = reml_criterion(opt.theta, c, reml=reml)
     variances = np.append(opt.theta**2 * s2, s2)
     return beta, s2 * xtwx_inv, variances, -crit / 2
+
+
+def simulate_responses(fit: CrossedFit, rng: np.random.Generator, n_draws: int) -> np.ndarray:
+    """Return ``n_draws`` simulated response vectors as rows of an ``n_draws x n`` array
+    (outcome units): the same numbers, drawn in the same order from ``rng``, as ``n_draws``
+    successive calls of :func:`simulate_response`.
+
+    ``Generator.normal(0, s, size)`` is ``0 + s * z`` with ``z`` the generator's standard
+    normal draws in sequence, so one block of standard normals (per draw: participant effects,
+    puzzle effects, residuals) scaled by the fitted SDs reproduces the sequential draws bit
+    for bit (``tests/stats/test_lmm_bootstrap.py`` checks it).
+    """
+    if fit.exog is None or fit.participant_codes is None or fit.puzzle_codes is None:
+        raise ValueError("simulate_responses needs a fit made by fit_crossed")
+    mean = fit.exog @ fit.params.to_numpy()
+    n_p = int(fit.participant_codes.max()) + 1
+    n_q = int(fit.puzzle_codes.max()) + 1
+    z = rng.standard_normal((n_draws, n_p + n_q + len(mean)))
+    up = 0.0 + np.sqrt(max(fit.var_participant, 0.0)) * z[:, :n_p]
+    uq = 0.0 + np.sqrt(max(fit.var_puzzle, 0.0)) * z[:, n_p : n_p + n_q]
+    e = 0.0 + np.sqrt(fit.var_residual) * z[:, n_p + n_q :]
+    return mean + up[:, fit.participant_codes] + uq[:, fit.puzzle_codes] + e
+
+
+@dataclass(frozen=True)
+class _CrossBatch:
+    """The sufficient statistics of :class:`_Cross` for one design and many responses.
+
+    The random effects are intercept factors (code vectors); ``e`` (the factor with the most
+    levels) is eliminated as in :class:`_Cross`. ``RtR[b]`` and ``G[b]`` are ``_Cross.RtR`` and
+    ``_Cross.G`` of response ``b``: their design block (``[Z_rest, X]``) is computed once and
+    only the response's row and column per response, as matrix products over all responses.
+    """
+
+    n: int
+    p: int
+    e: int
+    k: int
+    counts: np.ndarray
+    mult: np.ndarray
+    col_factor: np.ndarray
+    RtR: np.ndarray
+    G: np.ndarray
+
+    @property
+    def qr(self) -> int:
+        """Number of random-effect columns outside the eliminated factor."""
+        return len(self.col_factor)
+
+    @classmethod
+    def of(cls, Y: np.ndarray, X: np.ndarray, codes: Sequence[np.ndarray]) -> _CrossBatch:
+        """Build from responses ``Y`` (one per row: B x n), the fixed-effect design ``X`` and
+        one integer code vector per random intercept."""
+        Y = np.atleast_2d(np.asarray(Y, dtype=float))
+        X = np.asarray(X, dtype=float)
+        n, p = X.shape
+        codes = [np.asarray(k, dtype=np.intp) for k in codes]
+        if not codes or any(k.ndim != 1 or len(k) != n or (k < 0).any() for k in codes):
+            raise ValueError("_CrossBatch needs one non-negative code vector per factor")
+        sizes = [int(k.max()) + 1 for k in codes]
+        e = max(range(len(codes)), key=lambda j: (sizes[j], -j))
+        rest = [j for j in range(len(codes)) if j != e]
+        blocks = [
+            sparse.csr_matrix((np.ones(n), (np.arange(n), codes[j])), shape=(n, sizes[j]))
+            for j in rest
+        ]
+        Rd = sparse.hstack([*blocks, sparse.csr_matrix(X)], format="csr")
+        col_factor = np.concatenate([np.full(sizes[j], j) for j in rest] + [np.zeros(0)])
+        Ze = sparse.csr_matrix((np.ones(n), (np.arange(n), codes[e])), shape=(n, sizes[e]))
+        Sd = np.asarray((Ze.T @ Rd).todense())
+        Sy = np.asarray(Ze.T @ Y.T)  # levels x B
+        counts, inv = np.unique(np.bincount(codes[e], minlength=sizes[e]), return_inverse=True)
+        B, m = len(Y), Rd.shape[1] + 1
+        RtR = np.empty((B, m, m))
+        RtR[:, :-1, :-1] = np.asarray((Rd.T @ Rd).todense())
+        RtR[:, :-1, -1] = np.asarray(Rd.T @ Y.T).T
+        RtR[:, -1, :-1] = RtR[:, :-1, -1]
+        RtR[:, -1, -1] = np.einsum("bn,bn->b", Y, Y)
+        G = np.empty((B, len(counts), m, m))
+        for g in range(len(counts)):
+            sd, sy = Sd[inv == g], Sy[inv == g]
+            G[:, g, :-1, :-1] = sd.T @ sd
+            G[:, g, :-1, -1] = (sd.T @ sy).T
+            G[:, g, -1, :-1] = G[:, g, :-1, -1]
+            G[:, g, -1, -1] = np.einsum("lb,lb->b", sy, sy)
+        return cls(
+            n=n,
+            p=p,
+            e=e,
+            k=len(codes),
+            counts=counts.astype(float),
+            mult=np.bincount(inv, minlength=len(counts)).astype(float),
+            col_factor=col_factor.astype(np.intp),
+            RtR=RtR,
+            G=G,
+        )
+
+    def take(self, idx: np.ndarray) -> _CrossBatch:
+        """Return the batch restricted to the responses ``idx``."""
+        return _CrossBatch(
+            self.n, self.p, self.e, self.k, self.counts, self.mult, self.col_factor,
+            self.RtR[idx], self.G[idx],
+        )  # fmt: skip
+
+
+def _batch_criterion(cb: _CrossBatch, phi: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Return ``(criterion, gradient, Hessian)`` of :func:`reml_criterion` for every response of
+    ``cb`` at relative variances ``phi`` (B x k: ``theta**2``); gradient (B x k) and Hessian
+    (B x k x k) in ``phi``. Where the criterion cannot be evaluated it is infinite (its
+    derivatives then mean nothing).
+
+    With ``M = R' W_e^-1 R`` (``R = [Z_rest, X, y]``, the eliminated factor's block in closed
+    form), ``J = diag(phi of each Z_rest column; 1 for X, y)`` and ``N = J M + I_rest``, the
+    matrix ``C`` of :func:`reml_criterion` is ``J^1/2 M J^1/2 + I_rest``, similar to ``N``, so
+    the REML deviance is ``log|W_e| + (1 - (n-p)) log|N_A| + (n-p) log|N| + (n-p)(1 +
+    log(2 pi / (n-p)))`` (``N_A``: ``N`` without the response's row and column; ``log|N| -
+    log|N_A|`` is the log of the residual sum of squares). ``N`` is linear in the ``Z_rest``
+    variances and rational in the eliminated one, so its derivatives are exact and smooth
+    down to ``phi = 0``: ``d log|N| = tr(N^-1 dN)``, ``d2 log|N| = tr(N^-1 d2N) - tr(N^-1 dN_a
+    N^-1 dN_b)``.
+    """
+    B, m, qr, k, e = len(phi), cb.RtR.shape[1], cb.qr, cb.k, cb.e
+    K = len(cb.counts)
+    dfr = cb.n - cb.p
+    Gf = cb.G.reshape(B, K, m * m)
+
+    def gsum(w: np.ndarray) -> np.ndarray:  # sum_g w[b, g] G[b, g]
+        return (w[:, None, :] @ Gf)[:, 0].reshape(B, m, m)
+
+    pe = phi[:, e]
+    den = 1.0 + pe[:, None] * cb.counts
+    M = cb.RtR - gsum(pe[:, None] / den)
+    jd = np.ones((B, m))
+    jd[:, :qr] = phi[:, cb.col_factor]
+    N = jd[:, :, None] * M
+    ar = np.arange(qr)
+    N[:, ar, ar] += 1.0
+    # One factorisation: N_A^-1, then N^-1 by the block formula with the Schur complement
+    # s = |N| / |N_A| (the residual sum of squares).
+    s_a, ld_a = np.linalg.slogdet(N[:, :-1, :-1])
+    bad = ~(s_a > 0) | ~np.isfinite(ld_a)
+    NA = N[:, :-1, :-1].copy()
+    NA[bad] = np.eye(m - 1)
+    NAi = np.linalg.inv(NA)
+    u = NAi @ N[:, :-1, -1:]  # N_A^-1 u
+    v = N[:, -1:, :-1] @ NAi  # v' N_A^-1
+    s = N[:, -1, -1] - (N[:, -1:, :-1] @ u)[:, 0, 0]
+    bad |= ~(s > 0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        f = np.log(den) @ cb.mult + ld_a + dfr * np.log(s) + dfr * (1 + np.log(2 * np.pi / dfr))
+    f = np.where(bad | ~np.isfinite(f), np.inf, f)
+    s = np.where(bad, 1.0, s)
+    Ni = np.empty((B, m, m))
+    Ni[:, :-1, :-1] = NAi + (u @ v) / s[:, None, None]
+    Ni[:, :-1, -1] = -u[:, :, 0] / s[:, None]
+    Ni[:, -1, :-1] = -v[:, 0, :] / s[:, None]
+    Ni[:, -1, -1] = 1.0 / s
+    # First and second derivatives of N in phi (B x k x m x m; B x k x k x m x m).
+    dM_e = -gsum(1.0 / den**2)
+    dN = np.zeros((B, k, m, m))
+    d2N = np.zeros((B, k, k, m, m))
+    dN[:, e] = jd[:, :, None] * dM_e
+    d2N[:, e, e] = jd[:, :, None] * gsum(2 * cb.counts / den**3)
+    for j in range(k):
+        if j != e:
+            rows = np.flatnonzero(cb.col_factor == j)
+            dN[:, j, rows] = M[:, rows]
+            d2N[:, j, e, rows] = d2N[:, e, j, rows] = dM_e[:, rows]
+    grad = np.zeros((B, k))
+    grad[:, e] = (cb.counts / den) @ cb.mult
+    hess = np.zeros((B, k, k))
+    hess[:, e, e] = -((cb.counts / den) ** 2 @ cb.mult)
+    for w, ni, t in ((dfr, Ni, m), (1 - dfr, NAi, m - 1)):
+        P = ni[:, None] @ dN[:, :, :t, :t]
+        Pt = P.transpose(0, 1, 3, 2)
+        grad += w * np.trace(P, axis1=2, axis2=3)
+        hess += w * (
+            (d2N[:, :, :, :t, :t] * ni.transpose(0, 2, 1)[:, None, None]).sum(axis=(3, 4))
+            - (P[:, :, None] * Pt[:, None]).sum(axis=(3, 4))
+        )
+    return f, grad, hess
+
+
+def _batch_newton(
+    cb: _CrossBatch, phi0: np.ndarray, fixed: np.ndarray | None = None, max_iter: int = 100
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Minimise :func:`_batch_criterion` over ``phi >= 0`` for every response from ``phi0``.
+
+    Projected Newton: a variance at 0 whose gradient points outward is held there (the
+    Karush-Kuhn-Tucker condition of the bound; a variance in ``fixed``, B x k bool, is held
+    at 0 throughout: a boundary face); the others take a Newton step with the Hessian's
+    eigenvalues replaced by their absolute values (a descent direction where it is not
+    positive definite), each variance moving at most ``10 (phi + 0.1)``, projected on
+    ``phi >= 0``. A step of relative size ``s = max |step| / (1 + phi)`` is kept when the
+    criterion falls enough (Armijo), else halved; in the quadratic region (``s <= 1e-4``),
+    where the criterion's change can be below its rounding (thousands of observations), the
+    full step is kept if the criterion does not rise beyond ``1e-9 (1 + |criterion|)`` and the
+    projected gradient does not grow. Converged: ``s <= 1e-8`` (Newton's error after such a
+    step is of the order of its square), or a step of ``s <= 1e-6`` that cannot be kept (the
+    rounding floor). A response whose step cannot be kept otherwise, or that still moves
+    after ``max_iter`` steps, is not converged. Returns ``(phi, criterion, converged)``.
+    """
+    B, k = phi0.shape
+    fixed = np.zeros((B, k), dtype=bool) if fixed is None else fixed
+    phi = np.where(fixed, 0.0, phi0)
+    f, g, H = _batch_criterion(cb, phi)
+    done = ~np.isfinite(f)
+    conv = np.zeros(B, dtype=bool)
+    eye = np.eye(k)
+    for _ in range(max_iter):
+        idx = np.flatnonzero(~done)
+        if not len(idx):
+            break
+        p_, g_, f_ = phi[idx], g[idx], f[idx]
+        free = ~(fixed[idx] | ((p_ <= 0.0) & (g_ >= 0.0)))
+        Hr = np.where(free[:, :, None] & free[:, None, :], H[idx], 0.0) + eye * ~free[:, None, :]
+        lam, V = np.linalg.eigh(Hr)
+        lam = np.abs(lam)
+        lam = np.maximum(lam, 1e-8 * lam.max(axis=1, keepdims=True) + 1e-300)
+        coef = np.einsum("bji,bj->bi", V, np.where(free, g_, 0.0)) / lam
+        step = -np.einsum("bij,bj->bi", V, coef)
+        step /= np.maximum(np.max(np.abs(step) / (10.0 * (p_ + 0.1)), axis=1), 1.0)[:, None]
+        rel = np.max(np.abs(step) / (1.0 + p_), axis=1)
+        near = rel <= 1e-4  # the quadratic region
+        alpha = np.ones(len(idx))
+        new_p = np.maximum(p_ + step, 0.0)
+        new_f, new_g, new_H = _batch_criterion(cb.take(idx), new_p)
+        # In the quadratic region the criterion's change can be below its rounding (large n):
+        # the full step is kept if the criterion does not rise beyond that and the projected
+        # gradient does not grow; elsewhere (and where that fails) Armijo backtracking.
+        pg = np.abs(np.where(free, g_, 0.0)).max(axis=1)
+        pg_new = np.abs(np.where(free, new_g, 0.0)).max(axis=1)
+        tol = 1e-9 * (1.0 + np.abs(f_))
+        ok = np.where(near, (new_f <= f_ + tol) & (pg_new <= pg), _armijo(f_, g_, p_, new_f, new_p))
+        for _ in range(40):  # backtracking on the projected path
+            bad = np.flatnonzero(~ok)
+            if not len(bad):
+                break
+            alpha[bad] /= 2
+            new_p[bad] = np.maximum(p_[bad] + alpha[bad, None] * step[bad], 0.0)
+            new_f[bad], new_g[bad], new_H[bad] = _batch_criterion(cb.take(idx[bad]), new_p[bad])
+            ok[bad] = _armijo(f_[bad], g_[bad], p_[bad], new_f[bad], new_p[bad])
+        ok &= np.isfinite(new_f) & (alpha > 2.0**-40)
+        upd = idx[ok]
+        phi[upd], f[upd], g[upd], H[upd] = new_p[ok], new_f[ok], new_g[ok], new_H[ok]
+        # A Newton step of relative size s leaves an error O(s^2): at s <= 1e-8 converged (the
+        # step taken or not); a step of at most 1e-6 that cannot be taken is at the rounding
+        # floor of the criterion: converged too.
+        fin = idx[(rel <= 1e-8) | (~ok & (rel <= 1e-6))]
+        conv[fin] = True
+        done[fin] = True
+        done[idx[~ok]] = True  # no decrease along the step: not converged
+    return phi, f, conv
+
+
+def _armijo(
+    f: np.ndarray, g: np.ndarray, p: np.ndarray, f_new: np.ndarray, p_new: np.ndarray
+) -> np.ndarray:
+    """Return the Armijo test of a projected step ``p -> p_new`` (a sufficient fall of the
+    criterion; no rise where the projection makes the first-order change non-negative)."""
+    return f_new <= f + 1e-4 * np.minimum(np.einsum("bk,bk->b", g, p_new - p), 0.0)
+
+
+def _batch_gls(cb: _CrossBatch, phi: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Return ``(beta, (X'W^-1X)^-1, sigma^2)`` of every response at relative variances ``phi``
+    (B x p, B x p x p, B): the quantities of :func:`reml_criterion`, from the symmetric
+    ``C = J^1/2 M J^1/2 + I_rest`` of :func:`_batch_criterion` (the rest block solved, then the
+    Schur complement of ``[X, y]``)."""
+    B, m, qr, p = len(phi), cb.RtR.shape[1], cb.qr, cb.p
+    pe = phi[:, cb.e]
+    M = cb.RtR - np.einsum("bg,bgij->bij", pe[:, None] / (1.0 + pe[:, None] * cb.counts), cb.G)
+    lam = np.ones((B, m))
+    lam[:, :qr] = np.sqrt(phi[:, cb.col_factor])
+    C = lam[:, :, None] * M * lam[:, None, :]
+    if qr:
+        ar = np.arange(qr)
+        C[:, ar, ar] += 1.0
+        A = np.linalg.solve(C[:, :qr, :qr], C[:, :qr, qr:])
+        Cxy = C[:, qr:, qr:] - np.einsum("bri,brj->bij", C[:, :qr, qr:], A)
+    else:
+        Cxy = C
+    xtwx, xtwy, ytwy = Cxy[:, :p, :p], Cxy[:, :p, p], Cxy[:, p, p]
+    beta = np.linalg.solve(xtwx, xtwy[:, :, None])[..., 0]
+    s2 = (ytwy - np.einsum("bi,bi->b", beta, xtwy)) / (cb.n - p)
+    return beta, np.linalg.inv(xtwx), s2
+
+
+def reml_fit_batch(
+    Y: np.ndarray,
+    X: np.ndarray,
+    codes: Sequence[np.ndarray],
+    start: Sequence[float] | None = None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """REML fits of ``y = X beta + sum Z_k u_k + e`` for every response ``y`` (row of ``Y``,
+    B x n) with one design: ``X`` and one integer code vector per random intercept.
+
+    The same model and optimum as :func:`reml_fit_arrays`, with the design's share of the
+    sufficient statistics computed once (:class:`_CrossBatch`) and the optimisation run for all
+    responses at once: projected Newton in the relative variances ``theta**2`` with exact
+    derivatives (:func:`_batch_newton`). The starts follow :func:`reml_fit_arrays`: with
+    ``start`` (relative SDs) that start, then the boundary faces of the variances whose relative
+    SD ends below 0.2 and restarts at 0.3 and 1.0 of one ending at 0; without it the starts 1,
+    0.3 and 3 and every face. A candidate replaces the kept one only when its criterion is
+    lower by more than 1e-10. Returns ``(beta, cov_beta, variances, loglik, converged)``:
+    B x p, B x p x p, B x (k+1) (``var_1, ..., var_k, var_residual``; squared outcome units),
+    B (REML log-likelihood on lme4's scale) and B booleans (False: the optimisation stopped
+    without converging or the criterion could not be evaluated; the other entries of that
+    response are then not to be used).
+    """
+    cb = _CrossBatch.of(Y, X, codes)
+    B, k = len(cb.RtR), cb.k
+    if start is not None:
+        starts = [np.maximum(np.asarray(start, dtype=float), 1e-2)]
+    else:
+        starts = [np.ones(k), np.full(k, 0.3), np.full(k, 3.0)]
+    phi, f, conv = None, np.full(B, np.inf), np.zeros(B, dtype=bool)
+    for s in starts:
+        p1, f1, c1 = _batch_newton(cb, np.tile(s**2, (B, 1)))
+        better = f1 < f - 1e-12 if phi is not None else np.ones(B, dtype=bool)
+        phi = p1 if phi is None else np.where(better[:, None], p1, phi)
+        f, conv = np.where(better, f1, f), np.where(better, c1, conv)
+    assert phi is not None
+
+    def replace(x0: np.ndarray, rows: np.ndarray, fixed: np.ndarray | None = None) -> None:
+        if not rows.any():
+            return
+        sub = np.flatnonzero(rows)
+        p1, f1, c1 = _batch_newton(cb.take(sub), x0[sub], None if fixed is None else fixed[sub])
+        better = f1 < f[sub] - 1e-10
+        phi[sub[better]], f[sub[better]], conv[sub[better]] = p1[better], f1[better], c1[better]
+
+    for j in range(k):  # boundary faces: variance j fixed at zero
+        rows = np.ones(B, dtype=bool) if start is None else np.sqrt(phi[:, j]) <= 0.2
+        fixed = np.zeros((B, k), dtype=bool)
+        fixed[:, j] = True
+        replace(np.maximum(phi, 1e-4), rows, fixed)
+    for j in range(k):  # restarts off a relative SD that ends at zero
+        for push in (0.3, 1.0):
+            x0 = np.maximum(phi, 1e-4)
+            x0[:, j] = push**2
+            replace(x0, np.sqrt(phi[:, j]) <= 1e-4)
+    ok = conv & np.isfinite(f)
+    beta, xtwx_inv, s2 = _batch_gls(cb, np.where(ok[:, None], phi, 1.0))
+    ok &= s2 > 0
+    variances = np.column_stack([phi * s2[:, None], s2])
+    return beta, s2[:, None, None] * xtwx_inv, variances, -f / 2, ok
 
 
 @_single_thread_blas

@@ -28,8 +28,8 @@ from nonolab.stats.lmm import (
     PUZZLE,
     CrossedFit,
     _single_thread_blas,
-    bootstrap_p,
     fit_crossed,
+    parametric_bootstrap,
     satterthwaite_df,
 )
 
@@ -257,6 +257,7 @@ def behaviour_models(
     d = attempts.merge(covariates, on=PUZZLE, how="left", validate="many_to_one")
     rows = []
     k = 0
+    null_fits: dict[tuple[str, bytes], CrossedFit] = {}
     for col, label in behaviours.items():
         for m in metrics:
             row = {"behaviour": label, "outcome_column": col, "metric": m}
@@ -278,7 +279,8 @@ def behaviour_models(
                     if log is not None and (i % _s == 0 or i == n):
                         log(f"bootstrap {_l}: {i}/{n}")
 
-                br = bootstrap_p(d, col, m, m, n_boot=n_boot, seed=seed + k, progress=prog)
+                null = _null_fit(d, col, m, null_fits)
+                br = parametric_bootstrap(fit, null, m, n_boot=n_boot, seed=seed + k, progress=prog)
                 row["p_boot"], row["n_boot"], row["n_boot_failed"] = (
                     br.p_boot,
                     br.n_valid,
@@ -298,6 +300,20 @@ def behaviour_models(
     out.insert(out.columns.get_loc("p_satt") + 1, "p_satt_fdr", _p_fdr(out["p_satt"]))
     out.insert(out.columns.get_loc("p_boot") + 1, "p_boot_fdr", _p_fdr(out["p_boot"]))
     return out
+
+
+def _null_fit(
+    d: pd.DataFrame, col: str, metric: str, cache: dict[tuple[str, bytes], CrossedFit]
+) -> CrossedFit:
+    """Return the bootstrap's null model ``col ~ 1`` fitted (:func:`fit_crossed`) on the rows of
+    ``d`` complete in ``col``, ``metric`` and the factors: :func:`nonolab.stats.lmm.bootstrap_p`'s
+    null fit. It does not involve the metric, so one fit serves every metric with the same
+    rows (``cache``, keyed by outcome and rows)."""
+    keep = d[[col, metric, PARTICIPANT, PUZZLE]].notna().all(axis=1).to_numpy()
+    key = (col, np.packbits(keep).tobytes() + len(keep).to_bytes(8, "little"))
+    if key not in cache:
+        cache[key] = fit_crossed(d[keep].reset_index(drop=True), f"{col} ~ 1")
+    return cache[key]
 
 
 def _try_fit(d: pd.DataFrame, formula: str) -> tuple[CrossedFit | None, str]:
