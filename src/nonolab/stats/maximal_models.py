@@ -40,6 +40,7 @@ __all__ = [
     "Structure",
     "behaviour_maximal",
     "behaviour_structures",
+    "maximal_by_transform",
     "moderation_maximal",
     "moderation_structures",
     "reduce_structure",
@@ -215,8 +216,10 @@ def _with_fdr(t: pd.DataFrame, family: Sequence[str]) -> pd.DataFrame:
     t = t.copy()
     for src, dst in (("p_kr", "p_fdr"), ("p_satt", "p_satt_fdr"), ("lrt_p", "lrt_p_fdr")):
         t[dst] = np.nan
-        for _, idx in t.groupby(list(family), sort=False).groups.items():
-            t.loc[idx, dst] = _p_fdr(t.loc[idx, src])
+        for _, idx in t.groupby(
+            family[0] if len(family) == 1 else list(family), sort=False
+        ).groups.items():
+            t.loc[idx, dst] = _p_fdr(t.loc[idx, src].astype(float))
     lead = [
         c for c in t.columns if c not in _FIRST and c in ("behaviour", "outcome_column", "metric")
     ]
@@ -294,3 +297,46 @@ def behaviour_maximal(
     ]
     kept, tried = _family_rows(d, jobs, n_boot=n_boot, seed=seed, log=log)
     return _with_fdr(kept, ["kept"]), _with_fdr(tried, ["structure"])
+
+
+def maximal_by_transform(
+    table: Callable[..., tuple[pd.DataFrame, pd.DataFrame]],
+    attempts: pd.DataFrame,
+    sat_metrics: pd.DataFrame,
+    pool_statistics: pd.DataFrame | str | None,
+    covariates: Mapping[str, object],
+    transforms: Sequence[str],
+    *,
+    n_boot: int = 0,
+    seed: int = 0,
+    log: Callable[[str], None] | None = None,
+    **kwargs: object,
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Run ``table`` (:func:`moderation_maximal` or :func:`behaviour_maximal`) under every
+    alignment (:func:`nonolab.stats.mixed_models.across_alignments`) for each metric transform.
+
+    ``covariates``: keyword arguments of :func:`nonolab.stats.mixed_models.study_covariates`
+    (its ``metric_transform`` is replaced by each of ``transforms``). Returns (kept rows of the
+    first transform, every step tried under every transform), each with columns ``alignment``
+    first and ``metric_transform`` second. The bootstrap (``n_boot`` draws, seed ``seed``) runs
+    for the first transform only.
+    """
+    from nonolab.stats.mixed_models import across_alignments, study_covariates
+
+    kept_first, steps = None, []
+    for k, tr in enumerate(transforms):
+        cov = study_covariates(
+            attempts, sat_metrics, pool_statistics, **{**covariates, "metric_transform": tr}
+        )
+
+        def run(c: pd.DataFrame, _nb: int = n_boot if k == 0 else 0):
+            return table(attempts, c, n_boot=_nb, seed=seed, log=log, **kwargs)
+
+        kept, tried = across_alignments(cov, run)
+        kept.insert(1, "metric_transform", tr)
+        tried.insert(1, "metric_transform", tr)
+        kept_first = kept if kept_first is None else kept_first
+        steps.append(tried)
+    if kept_first is None:
+        raise ValueError("maximal_by_transform: no metric transform given")
+    return kept_first, pd.concat(steps, ignore_index=True)
