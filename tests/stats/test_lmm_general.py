@@ -200,3 +200,21 @@ def test_bootstrap_lrt_is_deterministic_and_a_valid_p():
     assert a["n_boot"] == 9
     assert 0.1 <= a["p_boot_lrt"] <= 1.0
     assert (a["p_boot_lrt"] * 10) == pytest.approx(round(a["p_boot_lrt"] * 10))
+
+
+def test_behaviour_table_structures_and_fdr():
+    from nonolab.stats.maximal_models import behaviour_maximal, behaviour_structures
+
+    d = slope_data(seed=10, n_p=24, n_q=6, per=3)
+    att = d[["participant_id", "puzzle_hash", "y"]].assign(w=d["y"] * 2 + d["m"])
+    cov = d[["puzzle_hash", "x"]].drop_duplicates().reset_index(drop=True)
+    kept, tried = behaviour_maximal(att, cov, behaviours={"y": "why", "w": "dub"}, metrics=["x"])
+    assert list(kept.columns[:4]) == ["behaviour", "outcome_column", "metric", "structure"]
+    assert list(kept["behaviour"]) == ["why", "dub"]
+    names = [s.name for s in behaviour_structures("x")]
+    assert set(tried["structure"]) <= set(names)
+    # the puzzle-level metric has no by-puzzle slope in any step
+    assert all(
+        "x | puzzle_hash" not in r and "x || puzzle_hash" not in r for r in tried["random_effects"]
+    )
+    np.testing.assert_allclose(kept["p_fdr"], multipletests(kept["p_kr"], method="fdr_bh")[1])

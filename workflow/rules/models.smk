@@ -163,6 +163,7 @@ rule moderation_maximal:
     output:
         table=report(
             "results/tables/moderation_maximal.csv",
+            "results/tables/behaviour_maximal.csv",
             caption="../report/moderation_maximal.rst",
             category="Mixed models",
         ),
@@ -185,6 +186,38 @@ rule moderation_maximal:
         seed=MODELS_SEED,
     script:
         "../../scripts/moderation_maximal.py"
+
+
+# The same for behaviour ~ metric: by-participant slopes for the metric (a puzzle-level metric
+# cannot vary within a puzzle), no bootstrap (as behaviour_models_raw).
+rule behaviour_maximal:
+    input:
+        **MODELS_INPUT,
+    output:
+        table=report(
+            "results/tables/behaviour_maximal.csv",
+            caption="../report/behaviour_maximal.rst",
+            category="Mixed models",
+        ),
+        steps="results/tables/behaviour_maximal_steps.csv",
+    log:
+        "results/logs/behaviour_maximal.log",
+    benchmark:
+        "results/bench/rules/behaviour_maximal.tsv"
+    conda:
+        "../../envs/nonolab.yaml"
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=30,
+    params:
+        covariates=MODELS_COVARIATES_RAW,
+        transforms=["raw", config["models"]["metric_transform"]],
+        behaviours=config["models"]["behaviours"],
+        n_boot=0,
+        seed=MODELS_SEED,
+    script:
+        "../../scripts/behaviour_maximal.py"
 
 
 rule threshold_sensitivity:
@@ -274,6 +307,7 @@ ALL_TARGETS.extend(
         "results/tables/behaviour_models_raw.csv",
         "results/tables/moderation_raw.csv",
         "results/tables/moderation_maximal.csv",
+        "results/tables/behaviour_maximal.csv",
         "results/tables/threshold_sensitivity.csv",
     ]
 )
