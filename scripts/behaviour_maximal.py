@@ -41,5 +41,6 @@ write_table(
     steps,
     out.steps,
     **kw,
-    caption=f"Every random-effects structure tried, metric as {', '.join(p.transforms)}.",
+    caption=f"Every random-effects structure of the rule (kept: the one used), metric as "
+    f"{', '.join(p.transforms)}.",
 )

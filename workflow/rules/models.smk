@@ -163,7 +163,6 @@ rule moderation_maximal:
     output:
         table=report(
             "results/tables/moderation_maximal.csv",
-            "results/tables/behaviour_maximal.csv",
             caption="../report/moderation_maximal.rst",
             category="Mixed models",
         ),

@@ -184,20 +184,30 @@ def _family_rows(
     seed: int,
     log: Callable[[str], None] | None,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Fit every job ``(labels, formula, null formula, term, structures)``; return (kept rows,
-    all tried rows), FDR columns not yet added."""
+    """Fit every job ``(labels, formula, null formula, term, structures)``: the reduction rule,
+    then the steps after the kept one too (for reference, ``reason`` saying so). Returns (kept
+    rows, one row per structure), FDR columns not yet added."""
     kept_rows, all_rows = [], []
     for k, (labels, formula, null_formula, term, structures) in enumerate(jobs):
         fits, kept, reason = reduce_structure(d, formula, structures)
-        for i, (s, f) in enumerate(zip(structures, fits, strict=False)):
+        for i, s in enumerate(structures):
             row: dict[str, object] = {**labels, "structure": s.name}
+            why = reason
+            if i < len(fits):
+                f = fits[i]
+            else:
+                why = f"after the kept step, fitted for reference ({reason})"
+                try:
+                    f = fit_general(d, formula, s.terms)
+                except (ValueError, FloatingPointError, np.linalg.LinAlgError) as e:
+                    f, why = None, f"not fitted ({e})"
             if f is None:
                 row |= {"coef": np.nan, "singular": np.nan, "converged": False}
             else:
                 row |= term_tests(
                     d, f, term, null_formula, n_boot=n_boot if i == kept else 0, seed=seed + k
                 )
-            row |= {"kept": i == kept, "random_effects": s.label(), "reason": reason}
+            row |= {"kept": i == kept, "random_effects": s.label(), "reason": why}
             all_rows.append(row)
             if i == kept:
                 kept_rows.append(row)
@@ -238,7 +248,7 @@ def moderation_maximal(
     seed: int = 0,
     log: Callable[[str], None] | None = None,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Return (kept table, every step tried) for the ``metric:moderator`` interaction of
+    """Return (kept table, every structure) for the ``metric:moderator`` interaction of
     ``outcome ~ metric * moderator``, one model per metric.
 
     Kept table: one row per metric with the structure kept by :func:`reduce_structure` over
@@ -247,7 +257,8 @@ def moderation_maximal(
     per metric unit per moderator unit; ``p_fdr`` = BH of ``p_kr`` over the metrics), then
     ``se_kr``, ``p_boot_lrt``, ``n_boot``, ``converged``, ``llf_reml``, ``boundary``,
     ``kept``, ``random_effects`` (lme4 syntax), ``reason``, ``p_satt_fdr``, ``lrt_p_fdr``. The
-    second table has the same columns, one row per step tried (FDR within each structure).
+    second table has the same columns, one row per metric x structure: the steps tried and,
+    for reference, the steps after the kept one (FDR over the metrics within each structure).
     Bootstrap seeds: ``seed + metric index``, for the kept structure only.
     """
     d = attempts.merge(covariates, on=PUZZLE, how="left", validate="many_to_one")
@@ -275,7 +286,7 @@ def behaviour_maximal(
     seed: int = 0,
     log: Callable[[str], None] | None = None,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Return (kept table, every step tried) for the metric slope of ``behaviour ~ metric``.
+    """Return (kept table, every structure) for the metric slope of ``behaviour ~ metric``.
 
     As :func:`moderation_maximal` with :func:`behaviour_structures`; leading columns
     ``behaviour, outcome_column, metric``; FDR over all behaviour x metric rows (as
@@ -317,7 +328,7 @@ def maximal_by_transform(
 
     ``covariates``: keyword arguments of :func:`nonolab.stats.mixed_models.study_covariates`
     (its ``metric_transform`` is replaced by each of ``transforms``). Returns (kept rows of the
-    first transform, every step tried under every transform), each with columns ``alignment``
+    first transform, every structure under every transform), each with columns ``alignment``
     first and ``metric_transform`` second. The bootstrap (``n_boot`` draws, seed ``seed``) runs
     for the first transform only.
     """
