@@ -36,13 +36,12 @@ from scipy import sparse, stats
 from scipy.linalg import cho_factor, cho_solve
 from scipy.optimize import minimize
 
-from nonolab.stats.lmm import PARTICIPANT, PUZZLE, _codes, _formula_columns, _single_thread_blas
+from nonolab.stats.lmm import _codes, _formula_columns, _single_thread_blas
 
 __all__ = [
     "GeneralFit",
     "RandomTerm",
     "TTest",
-    "default_terms",
     "fit_general",
     "refit",
     "simulate_general",
@@ -684,13 +683,3 @@ def simulate_general(fit: GeneralFit, rng: np.random.Generator) -> np.ndarray:
         b = rng.standard_normal((t.n_levels, t.q)) @ lam.T * sigma
         y = y + np.einsum("ij,ij->i", t.values, b[t.codes])
     return y + sigma * rng.standard_normal(fit.n)
-
-
-def default_terms(
-    slope_participant: Sequence[str] = (), slope_puzzle: Sequence[str] = (), correlated=True
-) -> tuple[RandomTerm, RandomTerm]:
-    """Return ``(1 + slopes | participant) + (1 + slopes | puzzle)`` terms (study columns)."""
-    return (
-        RandomTerm(PARTICIPANT, ("1", *slope_participant), correlated),
-        RandomTerm(PUZZLE, ("1", *slope_puzzle), correlated),
-    )
