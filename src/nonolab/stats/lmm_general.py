@@ -65,6 +65,16 @@ class RandomTerm:
         bar = "|" if self.correlated or len(self.columns) == 1 else "||"
         return f"({' + '.join(self.columns)} {bar} {self.group})"
 
+    def describe(self) -> str:
+        """Return the term in words without lme4's bar (safe in a Markdown table), e.g.
+        ``participant_id: 1 + x, correlated``."""
+        kind = (
+            ""
+            if len(self.columns) == 1
+            else (", correlated" if self.correlated else ", uncorrelated")
+        )
+        return f"{self.group}: {' + '.join(self.columns)}{kind}"
+
     def n_theta(self) -> int:
         """Number of free entries of ``Lambda``."""
         q = len(self.columns)
@@ -512,8 +522,9 @@ def fit_general(
     Rows with a missing value in a formula, term or grouping column are dropped. The deviance
     (lme4's profiled REML, or ML with ``reml=False``) is minimised over ``theta`` (diagonal of
     ``Lambda`` >= 0, unit-RMS design columns) by L-BFGS-B from lme4's start ``Lambda = I`` and
-    from 0.3 and 3 times it, then, if a diagonal entry ends below 1e-3, once more from the best point
-    with those entries set to 0.1; the lowest deviance is kept. Returns a :class:`GeneralFit`.
+    from 0.3 and 3 times it, then, if a diagonal entry ends below 1e-3, once more from the best
+    point with those entries set to 0.1; the lowest deviance is kept. Returns a
+    :class:`GeneralFit`.
     """
     terms = tuple(terms)
     if not terms:

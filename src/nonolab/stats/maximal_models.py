@@ -59,6 +59,10 @@ class Structure:
         """Return the structure in lme4 syntax."""
         return " + ".join(t.label() for t in self.terms)
 
+    def describe(self) -> str:
+        """Return the structure in words (:meth:`RandomTerm.describe`, joined by ``"; "``)."""
+        return "; ".join(t.describe() for t in self.terms)
+
 
 def moderation_structures(metric: str, moderator: str) -> list[Structure]:
     """Return the reduction steps of ``outcome ~ metric * moderator`` (module text), in order."""
@@ -207,7 +211,7 @@ def _family_rows(
                 row |= term_tests(
                     d, f, term, null_formula, n_boot=n_boot if i == kept else 0, seed=seed + k
                 )
-            row |= {"kept": i == kept, "random_effects": s.label(), "reason": why}
+            row |= {"kept": i == kept, "random_effects": s.describe(), "reason": why}
             all_rows.append(row)
             if i == kept:
                 kept_rows.append(row)
@@ -256,9 +260,10 @@ def moderation_maximal(
     df_kr, p_kr, lrt_chi2, lrt_p, p_fdr, singular, n`` first (``coef``/``se`` in outcome units
     per metric unit per moderator unit; ``p_fdr`` = BH of ``p_kr`` over the metrics), then
     ``se_kr``, ``p_boot_lrt``, ``n_boot``, ``converged``, ``llf_reml``, ``boundary``,
-    ``kept``, ``random_effects`` (lme4 syntax), ``reason``, ``p_satt_fdr``, ``lrt_p_fdr``. The
-    second table has the same columns, one row per metric x structure: the steps tried and,
-    for reference, the steps after the kept one (FDR over the metrics within each structure).
+    ``kept``, ``random_effects`` (:meth:`Structure.describe`), ``reason``, ``p_satt_fdr``,
+    ``lrt_p_fdr``. The second table has the same columns, one row per metric x structure: the
+    steps tried and, for reference, the steps after the kept one (FDR over the metrics within
+    each structure).
     Bootstrap seeds: ``seed + metric index``, for the kept structure only.
     """
     d = attempts.merge(covariates, on=PUZZLE, how="left", validate="many_to_one")
