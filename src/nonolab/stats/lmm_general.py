@@ -1,0 +1,696 @@
+"""General crossed linear mixed model: random intercepts and slopes, correlated or not.
+
+``y ~ fixed effects + (1 + a | participant) + (1 + b | puzzle)`` as lme4 fits it: every random
+term has a grouping factor and design columns; its relative covariance is ``Lambda Lambda'``
+with ``Lambda`` lower triangular (``correlated=True``, lme4's ``(1 + a | g)``) or diagonal
+(``correlated=False``, lme4's ``(1 + a || g)``); lme4's ``theta`` are ``Lambda``'s free entries
+(column-major). :func:`fit_general` minimises lme4's profiled REML (or ML) deviance; the fixed
+effects get Satterthwaite df as lmerTest computes them (:meth:`GeneralFit.satterthwaite`) and the
+Kenward-Roger adjusted covariance and df as pbkrtest computes them (:meth:`GeneralFit.
+kenward_roger`). :func:`nonolab.stats.lmm.fit_crossed` is the fast special case of random
+intercepts; ``tests/stats/test_lmm_general.py`` checks the two agree and ``tests/stats/
+test_r_crosscheck_maximal.py`` checks everything against lme4, lmerTest and pbkrtest.
+
+How the deviance is evaluated: as in :mod:`nonolab.stats.lmm`, the factor with the most levels
+(participants) is eliminated in closed form, here by one small ``q x q`` block per level
+(``q`` = its number of design columns), the others (puzzles) stay as one dense block, so an
+evaluation costs O(levels x m^2 + m^3) with m = (puzzle columns) + fixed effects + 1. The
+df computations (Satterthwaite, Kenward-Roger) work with dense ``n x n`` matrices: exact
+and simple, and cheap for the study's few hundred attempts (O(n^3) per variance parameter).
+
+Random-effect design columns enter scaled to unit root mean square (no centring), a pure
+reparametrisation of ``Lambda`` that leaves the model, the fit and every df unchanged; it keeps
+the optimiser's scale sensible when a covariate is a raw solver count, and it makes the
+singular-fit flag (:attr:`GeneralFit.singular`) independent of the covariate's units.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+from scipy import sparse, stats
+from scipy.linalg import cho_factor, cho_solve
+from scipy.optimize import minimize
+
+from nonolab.stats.lmm import _codes, _formula_columns, _single_thread_blas
+
+__all__ = [
+    "GeneralFit",
+    "RandomTerm",
+    "TTest",
+    "fit_general",
+    "refit",
+    "simulate_general",
+]
+
+#: lme4's ``isSingular`` tolerance on a diagonal entry of ``Lambda``.
+SINGULAR_TOL = 1e-4
+
+
+@dataclass(frozen=True)
+class RandomTerm:
+    """One random-effect term: grouping column ``group``, design ``columns`` (``"1"`` = the
+    intercept, else numeric data columns), correlated (lme4 ``|``) or independent (``||``)."""
+
+    group: str
+    columns: tuple[str, ...] = ("1",)
+    correlated: bool = True
+
+    def label(self) -> str:
+        """Return the term in lme4 syntax, e.g. ``(1 + x | participant_id)``."""
+        bar = "|" if self.correlated or len(self.columns) == 1 else "||"
+        return f"({' + '.join(self.columns)} {bar} {self.group})"
+
+    def describe(self) -> str:
+        """Return the term in words without lme4's bar (safe in a Markdown table), e.g.
+        ``participant_id: 1 + x, correlated``."""
+        kind = (
+            ""
+            if len(self.columns) == 1
+            else (", correlated" if self.correlated else ", uncorrelated")
+        )
+        return f"{self.group}: {' + '.join(self.columns)}{kind}"
+
+    def n_theta(self) -> int:
+        """Number of free entries of ``Lambda``."""
+        q = len(self.columns)
+        return q * (q + 1) // 2 if self.correlated else q
+
+    def entries(self) -> list[tuple[int, int]]:
+        """Return the free ``(row, col)`` entries of ``Lambda`` in lme4's order."""
+        q = len(self.columns)
+        if not self.correlated:
+            return [(i, i) for i in range(q)]
+        return [(i, j) for j in range(q) for i in range(j, q)]
+
+
+@dataclass(frozen=True)
+class TTest:
+    """t test of one fixed-effect contrast: estimate (outcome units), se, df, t, two-sided p."""
+
+    estimate: float
+    se: float
+    df: float
+    t: float
+    p: float
+
+
+@dataclass(frozen=True)
+class _Term:
+    """A random term's data: level codes, design values (scaled), scale, level count."""
+
+    codes: np.ndarray
+    values: np.ndarray  # n x q, each column divided by ``scale``
+    scale: np.ndarray  # q, root mean square of the raw column
+    n_levels: int
+    spec: RandomTerm
+
+    @property
+    def q(self) -> int:
+        return self.values.shape[1]
+
+    def lam(self, theta: np.ndarray) -> np.ndarray:
+        """Return ``Lambda`` (q x q, scaled units) from this term's ``theta``."""
+        L = np.zeros((self.q, self.q))
+        for v, (i, j) in zip(theta, self.spec.entries(), strict=True):
+            L[i, j] = v
+        return L
+
+    def design(self) -> sparse.csr_matrix:
+        """Return the n x (levels*q) design, columns level-major (``level * q + component``)."""
+        n, q = self.values.shape
+        rows = np.repeat(np.arange(n), q)
+        cols = (self.codes[:, None] * q + np.arange(q)[None, :]).ravel()
+        return sparse.csr_matrix((self.values.ravel(), (rows, cols)), shape=(n, self.n_levels * q))
+
+    def same_level(self) -> np.ndarray:
+        """Return the n x n 0/1 matrix of observation pairs in the same level."""
+        return (self.codes[:, None] == self.codes[None, :]).astype(float)
+
+
+@dataclass(frozen=True)
+class _Stats:
+    """Sufficient statistics of the design for deviance evaluations (see the module text).
+
+    ``e``: index of the eliminated term; ``ZtZ``: its per-level ``Z_i'Z_i`` (levels x q x q);
+    ``ZtR``: per-level ``Z_i'R`` (levels x q x m) with ``R = [Z_rest, X, y]``; ``RtR = R'R``;
+    ``rest``: ``(term, first, stop)`` column ranges of ``Z_rest`` in ``R``.
+    """
+
+    n: int
+    p: int
+    terms: tuple[_Term, ...]
+    e: int
+    ZtZ: np.ndarray
+    ZtR: np.ndarray
+    RtR: np.ndarray
+    rest: tuple[tuple[int, int, int], ...]
+    offsets: tuple[int, ...]  # start of each term's theta in the full theta
+
+    @classmethod
+    def of(cls, y: np.ndarray, X: np.ndarray, terms: Sequence[_Term]) -> _Stats:
+        n, p = X.shape
+        e = max(range(len(terms)), key=lambda k: (terms[k].n_levels, -k))
+        rest, blocks, pos = [], [], 0
+        for k, t in enumerate(terms):
+            if k == e:
+                continue
+            blocks.append(t.design())
+            rest.append((k, pos, pos + t.n_levels * t.q))
+            pos += t.n_levels * t.q
+        R = sparse.hstack(blocks + [sparse.csr_matrix(X), sparse.csr_matrix(y[:, None])])
+        R = sparse.csr_matrix(R)
+        te = terms[e]
+        outer = te.values[:, :, None] * te.values[:, None, :]
+        ZtZ = np.zeros((te.n_levels, te.q, te.q))
+        np.add.at(ZtZ, te.codes, outer)
+        ZtR = np.asarray((te.design().T @ R).todense()).reshape(te.n_levels, te.q, R.shape[1])
+        RtR = np.asarray((R.T @ R).todense())
+        offsets = tuple(np.cumsum([0] + [t.spec.n_theta() for t in terms])[:-1].tolist())
+        return cls(n, p, tuple(terms), e, ZtZ, ZtR, RtR, tuple(rest), offsets)
+
+    @property
+    def qr(self) -> int:
+        return self.rest[-1][2] if self.rest else 0
+
+    def lams(self, theta: np.ndarray) -> list[np.ndarray]:
+        """Return every term's ``Lambda`` (scaled units)."""
+        out = []
+        for t, a in zip(self.terms, self.offsets, strict=True):
+            out.append(t.lam(theta[a : a + t.spec.n_theta()]))
+        return out
+
+
+def _evaluate(
+    theta: np.ndarray, s: _Stats, reml: bool
+) -> tuple[float, np.ndarray, np.ndarray, float]:
+    """Return ``(deviance, beta, (X'W^-1X)^-1, sigma^2)`` at ``theta`` (lme4's profiled REML
+    or ML deviance; ``V = sigma^2 W``, ``W = I + Z Lambda Lambda' Z'``)."""
+    lams = s.lams(theta)
+    m = s.RtR.shape[0]
+    T = np.eye(m)
+    for k, a, b in s.rest:
+        T[a:b, a:b] = np.kron(np.eye(s.terms[k].n_levels), lams[k])
+    Le = lams[s.e]
+    q = Le.shape[0]
+    A = Le.T @ s.ZtZ @ Le + np.eye(q)
+    B = Le.T @ s.ZtR @ T
+    chol = np.linalg.cholesky(A)
+    logdet = 2.0 * float(np.log(np.diagonal(chol, axis1=1, axis2=2)).sum())
+    AiB = np.linalg.solve(A, B)
+    Omega = T.T @ s.RtR @ T - B.reshape(-1, m).T @ AiB.reshape(-1, m)
+    qr, p = s.qr, s.p
+    if qr:
+        Omega[:qr, :qr] += np.eye(qr)
+        L = np.linalg.cholesky(Omega[:qr, :qr])
+        logdet += 2.0 * float(np.log(np.diag(L)).sum())
+        C = np.linalg.solve(L, Omega[:qr, qr:])
+        Cxy = Omega[qr:, qr:] - C.T @ C
+    else:
+        Cxy = Omega
+    XtWX, XtWy = Cxy[:p, :p], Cxy[:p, p]
+    beta = np.linalg.solve(XtWX, XtWy)
+    rss = float(Cxy[p, p] - beta @ XtWy)
+    dfr = s.n - p if reml else s.n
+    if not rss > 0:
+        raise FloatingPointError("non-positive residual sum of squares")
+    s2 = rss / dfr
+    crit = logdet + dfr * (1.0 + np.log(2.0 * np.pi * s2))
+    if reml:
+        crit += np.linalg.slogdet(XtWX)[1]
+    return float(crit), beta, np.linalg.inv(XtWX), s2
+
+
+@dataclass(frozen=True)
+class GeneralFit:
+    """One fit of :func:`fit_general`.
+
+    ``params``/``bse`` by fixed-effect term (outcome units per covariate unit), ``cov_params``
+    lme4's ``vcov``; ``theta`` lme4's parameters in the covariates' own units (lme4's order:
+    terms as given, ``Lambda`` column-major); ``varcorr`` one row per variance or covariance
+    (``group``, ``var1``, ``var2`` (empty for a variance), ``vcov`` in squared outcome units,
+    ``sdcor`` SD or correlation); ``var_residual``; ``llf`` the REML (or ML) log-likelihood on
+    lme4's scale; ``singular`` as lme4's ``isSingular`` on unit-RMS design columns.
+    """
+
+    formula: str
+    terms: tuple[RandomTerm, ...]
+    reml: bool
+    n: int
+    n_levels: dict[str, int]
+    params: pd.Series
+    bse: pd.Series
+    cov_params: pd.DataFrame
+    theta: np.ndarray
+    varcorr: pd.DataFrame
+    var_residual: float
+    llf: float
+    converged: bool
+    singular: bool
+    warnings: tuple[str, ...] = field(default_factory=tuple)
+    _X: np.ndarray = field(default=None, repr=False, compare=False)  # type: ignore[assignment]
+    _y: np.ndarray = field(default=None, repr=False, compare=False)  # type: ignore[assignment]
+    _terms: tuple[_Term, ...] = field(default=(), repr=False, compare=False)
+    _theta_scaled: np.ndarray = field(default=None, repr=False, compare=False)  # type: ignore[assignment]
+
+    @property
+    def structure(self) -> str:
+        """Return the random part in lme4 syntax, e.g. ``(1 + x | p) + (1 | g)``."""
+        return " + ".join(t.label() for t in self.terms)
+
+    def contrast(self, c: Sequence[float] | str) -> np.ndarray:
+        """Return a contrast vector over the fixed effects (a term name selects one)."""
+        names = list(self.params.index)
+        if isinstance(c, str):
+            v = np.zeros(len(names))
+            v[names.index(c)] = 1.0
+            return v
+        return np.asarray(c, dtype=float)
+
+    def boundary_terms(self) -> list[str]:
+        """Return ``"group:column"`` of every ``Lambda`` diagonal entry below the singular
+        tolerance (unit-RMS scale): the directions in which the fitted covariance is flat."""
+        out = []
+        pos = 0
+        for t in self._terms:
+            for v, (i, j) in zip(
+                self._theta_scaled[pos : pos + t.spec.n_theta()], t.spec.entries(), strict=True
+            ):
+                if i == j and v < SINGULAR_TOL:
+                    out.append(f"{t.spec.group}:{t.spec.columns[i]}")
+            pos += t.spec.n_theta()
+        return out
+
+    @_single_thread_blas
+    def satterthwaite(self, c: Sequence[float] | str) -> TTest:
+        """Return the Satterthwaite t test of contrast ``c`` as lmerTest computes it.
+
+        ``df = 2 (c'Phi c)^2 / (g' A g)`` with ``Phi = (X'V^-1X)^-1``, ``g`` its gradient and
+        ``A = 2 H^+`` (``H`` the Hessian of the REML or ML deviance) in lmerTest's variance
+        parameters ``(theta, sigma)``; ``H^+`` keeps the eigenvalues above 1e-8 as lmerTest
+        does. ``g`` and ``H`` are exact (dense ``n x n`` formulas, not numerical derivatives:
+        ``H_ij = tr(Q V_ij) - tr(Q V_i Q V_j) + 2 y'P V_i P V_j P y - y'P V_ij P y``, ``Q = P``
+        for REML and ``V^-1`` for ML). At an interior optimum the df do not depend on the
+        parametrisation; at a boundary they are lmerTest's by construction.
+        """
+        cv = self.contrast(c)
+        d = _Dense.of(self)
+        phi = d.Phi
+        k = d.k
+        Vi = [d.dV(i) for i in range(k)]
+        Q = d.P if self.reml else d.Vinv
+        QV = [Q @ v for v in Vi]
+        Py = d.P @ self._y
+        VPy = [v @ Py for v in Vi]
+        PVPy = [d.P @ u for u in VPy]
+        H = np.zeros((k, k))
+        for i in range(k):
+            for j in range(i, k):
+                Vij = d.d2V(i, j)
+                h = -np.sum(QV[i] * QV[j].T) + 2.0 * VPy[i] @ PVPy[j]
+                if Vij is not None:
+                    h += np.sum(Q * Vij) - Py @ Vij @ Py
+                H[i, j] = H[j, i] = h
+        w = d.Vinv @ self._X @ phi @ cv
+        g = np.array([w @ v @ w for v in Vi])
+        ev, U = np.linalg.eigh(H)
+        pos = ev > 1e-8
+        A = 2.0 * (U[:, pos] / ev[pos]) @ U[:, pos].T
+        var = float(cv @ phi @ cv)
+        df = 2.0 * var**2 / float(g @ A @ g)
+        return _t_test(float(cv @ self.params.to_numpy()), var, df)
+
+    @_single_thread_blas
+    def kenward_roger(self, c: Sequence[float] | str) -> TTest:
+        """Return the Kenward-Roger t test of contrast ``c`` as lmerTest computes it with
+        pbkrtest (``vcovAdj`` and ``Lb_ddf``): the adjusted covariance ``Phi_A = Phi + 2 Phi
+        U Phi`` (second-derivative terms zero: ``V`` is linear in pbkrtest's parameters, the
+        random-effect variances and covariances and the residual variance) and the KR df.
+
+        Needs a REML fit. ``se`` is ``sqrt(c' Phi_A c)`` (outcome units).
+        """
+        if not self.reml:
+            raise ValueError("Kenward-Roger needs a REML fit")
+        cv = self.contrast(c)
+        d = _Dense.of(self)
+        Phi, X, Si = d.Phi, self._X, d.Vinv
+        G = d.linear_G()
+        ng = len(G)
+        TT = Si @ X
+        HH = [g @ Si for g in G]
+        OO = [h @ X for h in HH]
+        PP = [-(o.T @ TT) for o in OO]
+        PP = [(p_ + p_.T) / 2 for p_ in PP]
+        QQ = {(r, s_): OO[r].T @ Si @ OO[s_] for r in range(ng) for s_ in range(r, ng)}
+        IE2 = np.zeros((ng, ng))
+        for i in range(ng):
+            PhiPi = Phi @ PP[i]
+            for j in range(i, ng):
+                kt = np.sum(HH[i].T * HH[j])
+                IE2[i, j] = IE2[j, i] = (
+                    kt - 2 * np.sum(Phi * QQ[i, j]) + np.sum(PhiPi * (PP[j] @ Phi))
+                )
+        condi = np.min(np.abs(np.linalg.eigvalsh(IE2)))
+        W = 2 * (np.linalg.inv(IE2) if condi > 1e-10 else np.linalg.pinv(IE2))
+        W = (W + W.T) / 2
+        U = np.zeros_like(Phi)
+        for i in range(ng):
+            for j in range(i, ng):
+                term = W[i, j] * (QQ[i, j] - PP[i] @ Phi @ PP[j])
+                U += term if i == j else term + term.T
+        PhiA = Phi + 2 * Phi @ U @ Phi
+        df = _lb_ddf(cv, Phi, PP, W)
+        return _t_test(float(cv @ self.params.to_numpy()), float(cv @ PhiA @ cv), df)
+
+
+def _t_test(est: float, var: float, df: float) -> TTest:
+    se = float(np.sqrt(var))
+    t = est / se if se > 0 else float("nan")
+    p = float(2 * stats.t.sf(abs(t), df)) if np.isfinite(df) and df > 0 else float("nan")
+    return TTest(est, se, float(df), t, p)
+
+
+def _lb_ddf(cv: np.ndarray, V0: np.ndarray, P: list[np.ndarray], W: np.ndarray) -> float:
+    """Return pbkrtest's ``Lb_ddf`` (Kenward-Roger denominator df) for one contrast row."""
+    L = cv[None, :]
+    Theta = L.T @ np.linalg.solve(L @ V0 @ L.T, L)
+    ThetaV0 = Theta @ V0
+    A1 = A2 = 0.0
+    ng = len(P)
+    for i in range(ng):
+        for j in range(i, ng):
+            e = 1.0 if i == j else 2.0
+            ui = ThetaV0 @ P[i] @ V0
+            uj = ThetaV0 @ P[j] @ V0
+            A1 += e * W[i, j] * np.trace(ui) * np.trace(uj)
+            A2 += e * W[i, j] * np.sum(ui * uj.T)
+    q = 1
+    B = (A1 + 6 * A2) / (2 * q)
+    g = ((q + 1) * A1 - (q + 4) * A2) / ((q + 2) * A2)
+    den = 3 * q + 2 * (1 - g)
+    c1, c2, c3 = g / den, (q - g) / den, (q + 2 - g) / den
+    v0 = 1 + c1 * B
+    v0 = 0.0 if abs(v0) < 1e-10 else v0
+    v1, v2 = 1 - c2 * B, 1 - c3 * B
+    num = 1 - A2 / q
+    ratio = 1.0 if abs(num) < 1e-14 and abs(v1) < 1e-14 else num / v1
+    rho = ratio**2 * v0 / v2 / q
+    return float(4 + (q + 2) / (q * rho - 1))
+
+
+@dataclass
+class _Dense:
+    """Dense ``n x n`` pieces of a fit for the df computations (variance parameters in lmerTest's
+    order: every term's ``theta`` (scaled units), then the residual SD ``sigma``)."""
+
+    fit: GeneralFit
+    S: list[np.ndarray]  # same-level matrices per term
+    Zc: list[np.ndarray]  # scaled design values per term (n x q)
+    lams: list[np.ndarray]
+    sigma: float
+    W: np.ndarray
+    Vinv: np.ndarray
+    Phi: np.ndarray
+    P: np.ndarray
+    index: list[tuple[int, int, int]]  # theta index -> (term, row, col)
+
+    @classmethod
+    def of(cls, fit: GeneralFit) -> _Dense:
+        n = fit.n
+        S = [t.same_level() for t in fit._terms]
+        Zc = [t.values for t in fit._terms]
+        lams, pos, index = [], 0, []
+        for k, t in enumerate(fit._terms):
+            nt = t.spec.n_theta()
+            lams.append(t.lam(fit._theta_scaled[pos : pos + nt]))
+            index += [(k, i, j) for i, j in t.spec.entries()]
+            pos += nt
+        W = np.eye(n)
+        for s_, z, lam in zip(S, Zc, lams, strict=True):
+            W += s_ * (z @ lam @ lam.T @ z.T)
+        sigma = float(np.sqrt(fit.var_residual))
+        V = sigma**2 * W
+        Vinv = cho_solve(cho_factor(V), np.eye(n))
+        X = fit._X
+        Phi = np.linalg.inv(X.T @ Vinv @ X)
+        VX = Vinv @ X
+        P = Vinv - VX @ Phi @ VX.T
+        return cls(fit, S, Zc, lams, sigma, W, Vinv, Phi, P, index)
+
+    @property
+    def k(self) -> int:
+        return len(self.index) + 1
+
+    def _unit(self, i: int) -> tuple[int, np.ndarray]:
+        k, r, c = self.index[i]
+        E = np.zeros_like(self.lams[k])
+        E[r, c] = 1.0
+        return k, E
+
+    def _embed(self, k: int, M: np.ndarray) -> np.ndarray:
+        z = self.Zc[k]
+        return self.S[k] * (z @ M @ z.T)
+
+    def dV(self, i: int) -> np.ndarray:
+        """Return ``dV/d(parameter i)``."""
+        if i == len(self.index):
+            return 2.0 * self.sigma * self.W
+        k, E = self._unit(i)
+        lam = self.lams[k]
+        return self.sigma**2 * self._embed(k, E @ lam.T + lam @ E.T)
+
+    def d2V(self, i: int, j: int) -> np.ndarray | None:
+        """Return ``d2V/d(parameter i)d(parameter j)`` (``None`` when zero)."""
+        last = len(self.index)
+        if i == last and j == last:
+            return 2.0 * self.W
+        if j == last or i == last:
+            return 2.0 / self.sigma * self.dV(min(i, j))
+        ki, Ei = self._unit(i)
+        kj, Ej = self._unit(j)
+        if ki != kj:
+            return None
+        return self.sigma**2 * self._embed(ki, Ei @ Ej.T + Ej @ Ei.T)
+
+    def linear_G(self) -> list[np.ndarray]:
+        """Return pbkrtest's ``G`` matrices: ``dV`` per random-effect variance or covariance
+        (lower triangle, column-major, per term), then the identity (residual variance)."""
+        out = []
+        for k, t in enumerate(self.fit._terms):
+            q = t.q
+            pairs = t.spec.entries() if t.spec.correlated else [(i, i) for i in range(q)]
+            for i, j in pairs:
+                E = np.zeros((q, q))
+                E[i, j] = E[j, i] = 1.0
+                out.append(self._embed(k, E))
+        out.append(np.eye(self.fit.n))
+        return out
+
+
+def _design(data: pd.DataFrame, formula: str) -> tuple[np.ndarray, np.ndarray, list[str], tuple]:
+    from statsmodels.regression.linear_model import OLS
+
+    with warnings.catch_warnings(record=True) as built:
+        warnings.simplefilter("always")
+        model = OLS.from_formula(formula, data=data)
+    msgs = tuple(dict.fromkeys(f"{w.category.__name__}: {w.message}" for w in built))
+    X = np.asarray(model.exog, dtype=float)
+    y = np.asarray(model.endog, dtype=float)
+    return y, X, list(model.exog_names), msgs
+
+
+def _starts(terms: Sequence[RandomTerm]) -> list[np.ndarray]:
+    """lme4's start (``Lambda = I``) and two rescaled copies."""
+    base = np.concatenate([[1.0 if i == j else 0.0 for i, j in t.entries()] for t in terms])
+    return [base, 0.3 * base, 3.0 * base]
+
+
+@_single_thread_blas
+def fit_general(
+    data: pd.DataFrame,
+    formula: str,
+    terms: Sequence[RandomTerm],
+    *,
+    reml: bool = True,
+) -> GeneralFit:
+    """Fit ``formula`` (fixed part, statsmodels/patsy syntax) plus the random ``terms``.
+
+    Rows with a missing value in a formula, term or grouping column are dropped. The deviance
+    (lme4's profiled REML, or ML with ``reml=False``) is minimised over ``theta`` (diagonal of
+    ``Lambda`` >= 0, unit-RMS design columns) by L-BFGS-B from lme4's start ``Lambda = I`` and
+    from 0.3 and 3 times it, then, if a diagonal entry ends below 1e-3, once more from the best
+    point with those entries set to 0.1; the lowest deviance is kept. Returns a
+    :class:`GeneralFit`.
+    """
+    terms = tuple(terms)
+    if not terms:
+        raise ValueError("fit_general needs at least one random term")
+    groups = [t.group for t in terms]
+    if len(set(groups)) != len(groups):
+        raise ValueError("one random term per grouping factor (merge them)")
+    cols = _formula_columns(formula, data)
+    cols += [c for t in terms for c in t.columns if c != "1" and c not in cols]
+    d = data.dropna(subset=cols + groups).reset_index(drop=True)
+    if len(d) == 0:
+        raise ValueError(f"fit_general: no complete rows for {formula!r}")
+    y, X, names, msgs = _design(d, formula)
+    if len(y) <= X.shape[1]:
+        raise ValueError(f"fit_general: {len(y)} rows for {X.shape[1]} fixed effects")
+    tdata = []
+    for t in terms:
+        vals = np.column_stack(
+            [np.ones(len(d)) if c == "1" else d[c].to_numpy(dtype=float) for c in t.columns]
+        )
+        scale = np.sqrt(np.mean(vals**2, axis=0))
+        scale[scale == 0] = 1.0
+        codes = _codes(d[t.group])
+        tdata.append(_Term(codes, vals / scale, scale, int(codes.max()) + 1, t))
+    return _fit_arrays(y, X, names, tuple(tdata), formula, reml, None, msgs)
+
+
+@_single_thread_blas
+def refit(
+    fit: GeneralFit,
+    y: np.ndarray,
+    *,
+    X: np.ndarray | None = None,
+    names: Sequence[str] | None = None,
+    reml: bool | None = None,
+    warm: bool = True,
+) -> GeneralFit:
+    """Return ``fit``'s model refitted to response ``y`` (same rows and random terms; outcome
+    units), optionally with another fixed-effect design ``X`` (columns ``names``) or
+    criterion (``reml``). ``warm``: start from ``fit``'s ``theta`` only, with L-BFGS-B
+    tolerances ``ftol`` 1e-11 and ``gtol`` 1e-7 instead of 1e-15 and 1e-10 (bootstrap refits:
+    the deviance to ~1e-8, a quarter of the evaluations)."""
+    X = fit._X if X is None else np.asarray(X, dtype=float)
+    names = list(fit.params.index) if names is None else list(names)
+    reml = fit.reml if reml is None else reml
+    start = fit._theta_scaled if warm else None
+    return _fit_arrays(
+        np.asarray(y, dtype=float), X, names, fit._terms, fit.formula, reml, start, ()
+    )
+
+
+def _fit_arrays(
+    y: np.ndarray,
+    X: np.ndarray,
+    names: list[str],
+    tdata: tuple[_Term, ...],
+    formula: str,
+    reml: bool,
+    start: np.ndarray | None,
+    msgs: tuple[str, ...],
+) -> GeneralFit:
+    """Return the :class:`GeneralFit` of arrays ``y``, ``X`` and prepared terms (see
+    :func:`fit_general`; ``start``: a single start in scaled units instead of the three)."""
+    terms = tuple(t.spec for t in tdata)
+    s = _Stats.of(y, X, tdata)
+    lower = np.concatenate([[0.0 if i == j else -np.inf for i, j in t.entries()] for t in terms])
+    bounds = [(lo if np.isfinite(lo) else None, None) for lo in lower]
+
+    def f(th: np.ndarray) -> float:
+        try:
+            return _evaluate(th, s, reml)[0]
+        except (np.linalg.LinAlgError, FloatingPointError):
+            return np.inf
+
+    opts = {"ftol": 1e-15 if start is None else 1e-11, "gtol": 1e-10 if start is None else 1e-7}
+    opts |= {"maxiter": 5000, "maxfun": 50000}
+    best_x, best_f, ok = None, np.inf, False
+    starts = [np.maximum(start, lower)] if start is not None else _starts(terms)
+    with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+        for x0 in starts:
+            res = minimize(f, x0, method="L-BFGS-B", bounds=bounds, options=opts)
+            if res.fun < best_f - 1e-12:
+                best_x, best_f, ok = np.asarray(res.x, dtype=float), float(res.fun), res.status != 1
+        if best_x is None:
+            raise FloatingPointError("fit_general: deviance not finite at any start")
+        # Restart from the best point with every zero diagonal pushed off the boundary (zero
+        # is a stationary point of the deviance in theta, so the optimiser can stop there).
+        zero = (lower == 0) & (best_x < 1e-3)
+        if zero.any():
+            x0 = best_x.copy()
+            x0[zero] = 0.1
+            res = minimize(f, x0, method="L-BFGS-B", bounds=bounds, options=opts)
+            if res.fun < best_f - 1e-12:
+                best_x, best_f = np.asarray(res.x, dtype=float), float(res.fun)
+                ok = res.status != 1
+    crit, beta, xtwx_inv, s2 = _evaluate(best_x, s, reml)
+    if not ok:
+        msgs = msgs + ("ConvergenceWarning: L-BFGS-B stopped at its iteration limit",)
+    cov = pd.DataFrame(s2 * xtwx_inv, index=names, columns=names)
+    theta_raw, vc_rows, pos, singular = [], [], 0, False
+    for t in tdata:
+        nt = t.spec.n_theta()
+        th = best_x[pos : pos + nt]
+        pos += nt
+        lam = t.lam(th) / t.scale[:, None]  # back to the covariates' units
+        theta_raw += [lam[i, j] for i, j in t.spec.entries()]
+        singular |= any(
+            v < SINGULAR_TOL for v, (i, j) in zip(th, t.spec.entries(), strict=True) if i == j
+        )
+        cov_re = s2 * lam @ lam.T
+        for j in range(t.q):
+            vc_rows.append((t.spec.group, t.spec.columns[j], "", cov_re[j, j]))
+        if t.spec.correlated:
+            for j in range(t.q):
+                for i in range(j + 1, t.q):
+                    vc_rows.append(
+                        (t.spec.group, t.spec.columns[j], t.spec.columns[i], cov_re[i, j])
+                    )
+    return GeneralFit(
+        formula=formula,
+        terms=terms,
+        reml=reml,
+        n=len(y),
+        n_levels={t.spec.group: t.n_levels for t in tdata},
+        params=pd.Series(beta, index=names),
+        bse=pd.Series(np.sqrt(np.diag(cov.to_numpy())), index=names),
+        cov_params=cov,
+        theta=np.asarray(theta_raw),
+        varcorr=_varcorr(vc_rows),
+        var_residual=float(s2),
+        llf=-crit / 2,
+        converged=ok,
+        singular=bool(singular),
+        warnings=msgs,
+        _X=X,
+        _y=y,
+        _terms=tdata,
+        _theta_scaled=best_x,
+    )
+
+
+def _varcorr(rows: list[tuple[str, str, str, float]]) -> pd.DataFrame:
+    """Return lme4's ``as.data.frame(VarCorr(.))`` layout: ``group, var1, var2, vcov, sdcor``."""
+    vc = pd.DataFrame(rows, columns=["group", "var1", "var2", "vcov"])
+    sd = {(g, v): np.sqrt(max(x, 0.0)) for g, v, w, x in rows if w == ""}
+    sdcor = []
+    for g, a, b, x in rows:
+        if b == "":
+            sdcor.append(sd[(g, a)])
+        else:
+            den = sd[(g, a)] * sd[(g, b)]
+            sdcor.append(x / den if den > 0 else np.nan)
+    vc["sdcor"] = sdcor
+    return vc
+
+
+def simulate_general(fit: GeneralFit, rng: np.random.Generator) -> np.ndarray:
+    """Return one response vector simulated from ``fit`` (same design; outcome units):
+    ``X beta + sum_k Z_k sigma Lambda_k u_k + sigma e`` with standard normal ``u``, ``e``."""
+    sigma = np.sqrt(fit.var_residual)
+    y = fit._X @ fit.params.to_numpy()
+    pos = 0
+    for t in fit._terms:
+        nt = t.spec.n_theta()
+        lam = t.lam(fit._theta_scaled[pos : pos + nt])
+        pos += nt
+        b = rng.standard_normal((t.n_levels, t.q)) @ lam.T * sigma
+        y = y + np.einsum("ij,ij->i", t.values, b[t.codes])
+    return y + sigma * rng.standard_normal(fit.n)
