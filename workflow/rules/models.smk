@@ -248,3 +248,75 @@ FIGURES.extend(
         "results/figures/threshold_sensitivity.png",
     ]
 )
+
+
+# Ordinal sensitivity analysis of the moderation model (final difficulty is a 1-5 rating): a
+# logit cumulative-link mixed model (nonolab.stats.clmm, cross-checked against R ordinal::clmm)
+# on the paper's metric scale, and the table of how the moderation conclusion moves from the
+# published table to this model (nonolab.stats.conclusion).
+MODERATION_PUBLISHED = study_path("published.moderation_expertise")
+
+
+rule moderation_ordinal:
+    input:
+        **MODELS_INPUT,
+    output:
+        table=report(
+            "results/tables/moderation_ordinal.csv",
+            caption="../report/moderation_ordinal.rst",
+            category="Mixed models",
+        ),
+    log:
+        "results/logs/moderation_ordinal.log",
+    benchmark:
+        "results/bench/rules/moderation_ordinal.tsv"
+    conda:
+        "../../envs/nonolab.yaml"
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=20,
+    params:
+        covariates=dict(MODELS_COVARIATES, metric_transform="raw"),
+        outcome=config["models"]["moderation"]["outcome"],
+    script:
+        "../../scripts/moderation_ordinal.py"
+
+
+rule moderation_conclusion:
+    input:
+        **({"published": MODERATION_PUBLISHED} if MODERATION_PUBLISHED else {}),
+        raw="results/tables/moderation_raw.csv",
+        maximal="results/tables/moderation_maximal.csv",
+        ordinal="results/tables/moderation_ordinal.csv",
+    output:
+        table=report(
+            "results/tables/moderation_conclusion.csv",
+            caption="../report/moderation_conclusion.rst",
+            category="Mixed models",
+        ),
+    log:
+        "results/logs/moderation_conclusion.log",
+    benchmark:
+        "results/bench/rules/moderation_conclusion.tsv"
+    conda:
+        "../../envs/nonolab.yaml"
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=5,
+    params:
+        preset=PRESET_NAME,
+        metrics=config["models"]["metrics"],
+        moderator="expertise_composite",
+        alpha=0.05,
+    script:
+        "../../scripts/moderation_conclusion.py"
+
+
+ALL_TARGETS.extend(
+    [
+        "results/tables/moderation_ordinal.csv",
+        "results/tables/moderation_conclusion.csv",
+    ]
+)

@@ -66,7 +66,9 @@ def _published_rows(published: pd.DataFrame, metrics: Sequence[str]) -> list[dic
 
 
 def _raw_rows(raw: pd.DataFrame, alignment: str, step: str, metrics, moderator) -> list[dict]:
-    sel = raw[(raw["alignment"] == alignment) & (raw["term"].isin([f"{m}:{moderator}" for m in metrics]))]
+    sel = raw[
+        (raw["alignment"] == alignment) & (raw["term"].isin([f"{m}:{moderator}" for m in metrics]))
+    ]
     sel = sel.set_index("metric").reindex(list(metrics))
     fdr = _bh(sel["p"])
     return [
@@ -190,7 +192,9 @@ def summary_sentence(table: pd.DataFrame, metrics: Sequence[str], alpha: float =
         return "only " + " and ".join(ms)
 
     last_t = table[table["step"] == last].set_index("metric")
-    ps = ", ".join(f"{m} {_fmt(float(last_t.loc[m, 'p_fdr']))}" for m in metrics if m in last_t.index)
+    ps = ", ".join(
+        f"{m} {_fmt(float(last_t.loc[m, 'p_fdr']))}" for m in metrics if m in last_t.index
+    )
     verdict = (
         f"The SAT metric x expertise interaction on final difficulty is significant "
         f"(BH-adjusted p < {alpha:g}) for {describe(sig(last))} in the {last} step "

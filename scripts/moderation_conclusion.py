@@ -1,0 +1,37 @@
+"""Snakemake entry point of rule `moderation_conclusion`: the metric x expertise interaction
+from the published table to the corrected ordinal model, one row per metric x step."""
+
+import logging
+
+import pandas as pd
+
+from nonolab.core.tables import write_table
+from nonolab.stats.conclusion import moderation_conclusion
+
+logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, format="%(message)s")
+log = logging.getLogger("moderation_conclusion")
+inp, p = snakemake.input, snakemake.params
+
+published = pd.read_csv(inp.published) if "published" in inp.keys() else None
+if published is None:
+    log.info("the preset (%s) has no published moderation table: no published rows", p.preset)
+table, summary = moderation_conclusion(
+    pd.read_csv(inp.raw),
+    pd.read_csv(inp.ordinal),
+    pd.read_csv(inp.maximal),
+    published,
+    metrics=p.metrics,
+    moderator=p.moderator,
+    alpha=p.alpha,
+)
+log.info("%s\n%s", table.to_string(), summary)
+write_table(
+    table,
+    snakemake.output.table,
+    inputs=list(inp),
+    params={"preset": p.preset, "alpha": p.alpha, "summary": summary},
+    formats=("csv", "md", "tex"),
+    caption="Metric x expertise interaction on final difficulty, step by step: published, "
+    "reproduced, corrected alignment, maximal random effects, ordinal model. significant_at_05: "
+    f"BH-adjusted p over the metrics of a step < {p.alpha:g}. {summary}",
+)
