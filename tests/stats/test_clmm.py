@@ -136,3 +136,26 @@ def test_rejects_a_constant_column_and_a_single_category():
         clmm.fit_clmm(d.assign(x=1.0), "y ~ x * m")
     with pytest.raises(ValueError, match="two observed categories"):
         clmm.fit_clmm(d.assign(y=3.0), "y ~ x * m")
+
+
+def test_moderation_ordinal_table():
+    from statsmodels.stats.multitest import multipletests
+
+    d = simulated(seed=2)
+    cov = d[["puzzle_hash", "x"]].drop_duplicates().assign(x2=lambda f: f["x"] ** 3)
+    att = d.drop(columns=["x"]).rename(columns={"y": "final_difficulty", "m": "expertise"})
+    att.loc[att.index[:5], "final_difficulty"] = np.nan  # unrated attempts are left out
+    table = clmm.moderation_ordinal(att, cov, moderator="expertise", metrics=("x", "x2"))
+    assert list(table["term"]) == ["x:expertise", "x2:expertise"]
+    np.testing.assert_allclose(table["p_fdr"], multipletests(table["p"], method="fdr_bh")[1])
+    assert (table["n"] == len(d) - 5).all()
+    assert table["converged"].all()
+    for c in ("threshold_1_2", "threshold_4_5", "sd_participant", "sd_puzzle", "lrt_p"):
+        assert table[c].notna().all(), c
+    used = d.iloc[5:]
+    full = clmm.fit_clmm(used, "y ~ x * m")
+    reduced = clmm.fit_clmm(used, "y ~ x + m")
+    row = table.iloc[0]
+    assert row["coef"] == pytest.approx(full.params["x:m"], rel=1e-6)
+    assert row["lrt_chi2"] == pytest.approx(2 * (full.llf - reduced.llf), rel=1e-6)
+    assert row["n_participants"] == used["participant_id"].nunique()

@@ -109,6 +109,9 @@ def test_every_step_in_order_with_hand_computed_fdr():
     assert list(t.loc[STEPS[4], "significant_at_05"]) == [False, False, False]
     assert "for none of the metrics in the ordinal model step" in summary
     assert "against all metrics in the published (as printed) step" in summary
+    # the synthetic published reproduction (p 0.2, 0.5, 0.9) is significant for no metric,
+    # so the change comes there
+    assert summary.endswith("the change comes at the published reproduced step.")
 
 
 def test_without_published_files_or_tables():

@@ -92,6 +92,8 @@ def _maximal_rows(maximal: pd.DataFrame, metrics: Sequence[str]) -> list[dict]:
         cand = sel[sel["metric"] == m]
         if cand.empty:
             continue
+        if "kept" in cand.columns and cand["kept"].astype(bool).any():
+            cand = cand[cand["kept"].astype(bool)]
         ok = cand[~cand["singular"].astype(bool)]
         r = (ok if len(ok) else cand).iloc[0]
         kr = np.isfinite(float(r["p_kr"]))
@@ -144,7 +146,8 @@ def moderation_conclusion(
     ``raw``: ``moderation_raw.csv`` (``alignment``, ``metric``, ``term``, ``coef``, ``p``,
     ``p_satt``); ``ordinal``: ``moderation_ordinal.csv``; ``maximal``: ``moderation_maximal.csv``
     (``alignment``, ``metric``, ``structure``, ``coef``, ``p_satt``, ``p_kr``, ``lrt_p``,
-    ``p_fdr``, ``singular``; per metric the first non-singular row, else the first row);
+    ``p_fdr``, ``singular``; per metric the row marked ``kept`` when that column is there, else the
+    first non-singular row, else the first row);
     ``published``: the published moderation file (``predictor``, ``interaction``,
     ``p_interaction``). Table: one row per metric x step (:data:`STEPS` order), columns
     ``metric``, ``step``, ``coef`` (the interaction; units in ``note``), ``p``, ``p_fdr``
@@ -202,4 +205,8 @@ def summary_sentence(table: pd.DataFrame, metrics: Sequence[str], alpha: float =
     )
     if first == last:
         return verdict + "."
-    return verdict + f", against {describe(sig(first))} in the {first} step."
+    verdict += f", against {describe(sig(first))} in the {first} step"
+    change = next((s for s in present if sig(s) != sig(first)), None)
+    if change is None:
+        return verdict + "."
+    return verdict + f"; the change comes at the {change} step."

@@ -202,8 +202,10 @@ def btm_log_strengths(
 @dataclass(frozen=True)
 class ClmmResult:
     """One ``ordinal::clmm`` fit: ``coef`` (thresholds then fixed effects; index as clmm names
-    them, ``"1|2"`` ...; ``estimate``, ``se``), random-effect SDs (logit units) by grouping
-    column, and the Laplace log-likelihood."""
+    them, ``"1|2"`` ...; ``estimate``; ``se`` from clmm's own finite-difference Hessian;
+    ``se_richardson`` from the Hessian of clmm's Laplace likelihood by numDeriv's Richardson
+    extrapolation), random-effect SDs (logit units) by grouping column, and the Laplace
+    log-likelihood."""
 
     coef: pd.DataFrame
     sd: dict[str, float]
@@ -223,8 +225,14 @@ for (i in seq_len(nrow(models))) {
   f <- as.formula(paste("factor(", models$y[i], ") ~", models$rhs[i], "+", re))
   m <- clmm(f, data = d, link = "logit", control = ctrl)
   s <- coef(summary(m))
+  # clmm's own likelihood, differentiated by Richardson extrapolation (numDeriv)
+  rho <- clmm(f, data = d, link = "logit", control = ctrl, doFit = FALSE)
+  se_rich <- tryCatch({
+    h <- numDeriv::hessian(function(p) ordinal:::getNLA(rho, p), m$optRes$par)
+    sqrt(diag(solve(h)))[seq_len(nrow(s))]
+  }, error = function(e) rep(NA_real_, nrow(s)))
   coefs[[i]] <- data.frame(model = models$name[i], term = rownames(s), estimate = s[, 1],
-                           se = s[, 2])
+                           se = s[, 2], se_richardson = se_rich)
   sds[[i]] <- data.frame(model = models$name[i], group = names(m$ST),
                          sd = as.numeric(unlist(m$ST)), loglik = as.numeric(logLik(m)))
 }
@@ -258,7 +266,7 @@ def clmm_crossed(
     sds = pd.read_csv(wd / "sd.csv")
     out = {}
     for name, part in sds.groupby("model", sort=False):
-        c = coef[coef["model"] == name].set_index("term")[["estimate", "se"]]
+        c = coef[coef["model"] == name].set_index("term")[["estimate", "se", "se_richardson"]]
         out[str(name)] = ClmmResult(
             coef=c,
             sd=dict(zip(part["group"], part["sd"].astype(float), strict=True)),
