@@ -12,14 +12,20 @@ logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, format="%(mes
 log = logging.getLogger("moderation_conclusion")
 inp, p = snakemake.input, snakemake.params
 
-published = pd.read_csv(inp.published) if "published" in inp.keys() else None
-if published is None:
-    log.info("the preset (%s) has no published moderation table: no published rows", p.preset)
+
+def read(key: str) -> pd.DataFrame | None:
+    """The input table ``key``, or None when the workflow or preset has none."""
+    if key not in inp.keys():
+        log.info("no %s table (preset %s): its rows are left out", key, p.preset)
+        return None
+    return pd.read_csv(inp[key])
+
+
 table, summary = moderation_conclusion(
-    pd.read_csv(inp.raw),
-    pd.read_csv(inp.ordinal),
-    pd.read_csv(inp.maximal),
-    published,
+    read("raw"),
+    read("ordinal"),
+    read("maximal"),
+    read("published"),
     metrics=p.metrics,
     moderator=p.moderator,
     alpha=p.alpha,

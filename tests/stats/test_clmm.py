@@ -46,7 +46,8 @@ def simulated(seed: int = 11, n_p: int = 60, n_q: int = 10, per: int = 4) -> pd.
 def ordered_model(d: pd.DataFrame):
     x = np.column_stack([d["x"], d["m"], d["x"] * d["m"]])
     y = np.searchsorted(np.sort(d["y"].unique()), d["y"])
-    res = OrderedModel(y, x, distr="logit").fit(method="bfgs", disp=False, gtol=1e-10)
+    res = OrderedModel(y, x, distr="logit").fit(method="newton", disp=False, maxiter=100)
+    assert res.mle_retvals["converged"]
     model = res.model
     return res, model.transform_threshold_params(res.params)[1:-1], res.params[:3]
 

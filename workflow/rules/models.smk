@@ -257,6 +257,20 @@ FIGURES.extend(
 MODERATION_PUBLISHED = study_path("published.moderation_expertise")
 
 
+def moderation_conclusion_input(wildcards):
+    """The conclusion's input tables: the maximal-model table when its rule is in the workflow,
+    the published moderation table when the preset names one."""
+    inp = {
+        "raw": "results/tables/moderation_raw.csv",
+        "ordinal": "results/tables/moderation_ordinal.csv",
+    }
+    if any(r.name == "moderation_maximal" for r in workflow.rules):
+        inp["maximal"] = "results/tables/moderation_maximal.csv"
+    if MODERATION_PUBLISHED:
+        inp["published"] = MODERATION_PUBLISHED
+    return inp
+
+
 rule moderation_ordinal:
     input:
         **MODELS_INPUT,
@@ -285,10 +299,7 @@ rule moderation_ordinal:
 
 rule moderation_conclusion:
     input:
-        **({"published": MODERATION_PUBLISHED} if MODERATION_PUBLISHED else {}),
-        raw="results/tables/moderation_raw.csv",
-        maximal="results/tables/moderation_maximal.csv",
-        ordinal="results/tables/moderation_ordinal.csv",
+        unpack(moderation_conclusion_input),
     output:
         table=report(
             "results/tables/moderation_conclusion.csv",
