@@ -257,20 +257,6 @@ FIGURES.extend(
 MODERATION_PUBLISHED = study_path("published.moderation_expertise")
 
 
-def moderation_conclusion_input(wildcards):
-    """The conclusion's input tables: the maximal-model table when its rule is in the workflow,
-    the published moderation table when the preset names one."""
-    inp = {
-        "raw": "results/tables/moderation_raw.csv",
-        "ordinal": "results/tables/moderation_ordinal.csv",
-    }
-    if any(r.name == "moderation_maximal" for r in workflow.rules):
-        inp["maximal"] = "results/tables/moderation_maximal.csv"
-    if MODERATION_PUBLISHED:
-        inp["published"] = MODERATION_PUBLISHED
-    return inp
-
-
 rule moderation_ordinal:
     input:
         **MODELS_INPUT,
@@ -299,7 +285,22 @@ rule moderation_ordinal:
 
 rule moderation_conclusion:
     input:
-        unpack(moderation_conclusion_input),
+        # the maximal-model table when its rule is in the workflow (resolved once every rule
+        # is read), the published table when the preset names one
+        unpack(
+            lambda wildcards: {
+                "raw": "results/tables/moderation_raw.csv",
+                "ordinal": "results/tables/moderation_ordinal.csv",
+                **(
+                    {"maximal": "results/tables/moderation_maximal.csv"}
+                    if any(r.name == "moderation_maximal" for r in workflow.rules)
+                    else {}
+                ),
+                **(
+                    {"published": MODERATION_PUBLISHED} if MODERATION_PUBLISHED else {}
+                ),
+            }
+        ),
     output:
         table=report(
             "results/tables/moderation_conclusion.csv",
