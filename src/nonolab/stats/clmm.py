@@ -393,7 +393,9 @@ def moderation_ordinal(
         for g, k in full.n_groups.items():
             row[f"n_{g.removesuffix('_id').removesuffix('_hash')}s"] = k
         row["converged"] = full.converged and reduced.converged
-        row["warnings"] = "" if row["converged"] else f"{full.message}; {reduced.message}"
+        notes = [] if row["converged"] else [full.message, reduced.message]
+        notes += [f"{g} SD on its zero boundary" for g, v in full.sd.items() if v < SD_BOUNDARY]
+        row["warnings"] = "; ".join(notes)
         rows.append(row)
     out = pd.DataFrame(rows)
     p = out["p"].to_numpy(dtype=float)
