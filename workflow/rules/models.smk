@@ -316,3 +316,87 @@ FIGURES.extend(
         "results/figures/threshold_sensitivity.png",
     ]
 )
+
+
+# Ordinal sensitivity analysis of the moderation model (final difficulty is a 1-5 rating): a
+# logit cumulative-link mixed model (nonolab.stats.clmm, cross-checked against R ordinal::clmm)
+# on the paper's metric scale, and the table of how the moderation conclusion moves from the
+# published table to this model (nonolab.stats.conclusion).
+MODERATION_PUBLISHED = study_path("published.moderation_expertise")
+
+
+rule moderation_ordinal:
+    input:
+        **MODELS_INPUT,
+    output:
+        table=report(
+            "results/tables/moderation_ordinal.csv",
+            caption="../report/moderation_ordinal.rst",
+            category="Mixed models",
+        ),
+    log:
+        "results/logs/moderation_ordinal.log",
+    benchmark:
+        "results/bench/rules/moderation_ordinal.tsv"
+    conda:
+        "../../envs/nonolab.yaml"
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=20,
+    params:
+        covariates=dict(MODELS_COVARIATES, metric_transform="raw"),
+        outcome=config["models"]["moderation"]["outcome"],
+    script:
+        "../../scripts/moderation_ordinal.py"
+
+
+rule moderation_conclusion:
+    input:
+        # the maximal-model table when its rule is in the workflow (resolved once every rule
+        # is read), the published table when the preset names one
+        unpack(
+            lambda wildcards: {
+                "raw": "results/tables/moderation_raw.csv",
+                "ordinal": "results/tables/moderation_ordinal.csv",
+                **(
+                    {"maximal": "results/tables/moderation_maximal.csv"}
+                    if any(r.name == "moderation_maximal" for r in workflow.rules)
+                    else {}
+                ),
+                **(
+                    {"published": MODERATION_PUBLISHED} if MODERATION_PUBLISHED else {}
+                ),
+            }
+        ),
+    output:
+        table=report(
+            "results/tables/moderation_conclusion.csv",
+            caption="../report/moderation_conclusion.rst",
+            category="Mixed models",
+        ),
+    log:
+        "results/logs/moderation_conclusion.log",
+    benchmark:
+        "results/bench/rules/moderation_conclusion.tsv"
+    conda:
+        "../../envs/nonolab.yaml"
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=5,
+    params:
+        preset=PRESET_NAME,
+        metrics=config["models"]["metrics"],
+        moderator="expertise_composite",
+        alpha=0.05,
+    script:
+        "../../scripts/moderation_conclusion.py"
+
+
+ALL_TARGETS.extend(
+    [
+        "results/tables/moderation_ordinal.csv",
+        "results/tables/moderation_conclusion.csv",
+    ]
+)
