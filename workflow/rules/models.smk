@@ -353,22 +353,10 @@ rule moderation_ordinal:
 
 rule moderation_conclusion:
     input:
-        # the maximal-model table when its rule is in the workflow (resolved once every rule
-        # is read), the published table when the preset names one
-        unpack(
-            lambda wildcards: {
-                "raw": "results/tables/moderation_raw.csv",
-                "ordinal": "results/tables/moderation_ordinal.csv",
-                **(
-                    {"maximal": "results/tables/moderation_maximal.csv"}
-                    if any(r.name == "moderation_maximal" for r in workflow.rules)
-                    else {}
-                ),
-                **(
-                    {"published": MODERATION_PUBLISHED} if MODERATION_PUBLISHED else {}
-                ),
-            }
-        ),
+        **({"published": MODERATION_PUBLISHED} if MODERATION_PUBLISHED else {}),
+        raw="results/tables/moderation_raw.csv",
+        maximal="results/tables/moderation_maximal.csv",
+        ordinal="results/tables/moderation_ordinal.csv",
     output:
         table=report(
             "results/tables/moderation_conclusion.csv",
