@@ -60,6 +60,7 @@ def test_clmm_agrees_on_simulated_data(r_ready, tmp_path):
     compare(clmm.fit_clmm(d, "y ~ x + m"), ref["main"])
 
 
+@pytest.mark.slow
 @pytest.mark.study
 def test_clmm_agrees_on_the_study_moderation_models(r_ready, study_dir, tmp_path):
     """The three moderation models of the public study, corrected and published alignment.

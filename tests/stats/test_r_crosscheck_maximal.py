@@ -202,6 +202,7 @@ def test_lmer_agrees_with_random_slopes_on_simulated_data(r_ready, tmp_path):
     assert not fits["maximal"].singular, "the case must exercise a non-singular maximal fit"
 
 
+@pytest.mark.slow
 @pytest.mark.study
 def test_lmer_agrees_on_the_study_moderation_models(r_ready, study_dir, tmp_path):
     from public_study import covariates, study_tables
