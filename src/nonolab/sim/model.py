@@ -268,6 +268,28 @@ def ordered_triples(n_puzzles: int, n_sessions: int, rng: np.random.Generator) -
     return out
 
 
+def ordered_triples_batch(
+    n_puzzles: int, n_sessions: int, n_sets: int, rng: np.random.Generator
+) -> np.ndarray:
+    """Return ``n_sets`` independent schedules of :func:`ordered_triples`, (n_sets, n_sessions, 3).
+
+    The same rule, drawn for all sets at once (session by session): each session gets the
+    three least-served puzzles of its set so far (ties broken at random) in random order. The
+    random stream differs from :func:`ordered_triples`'s.
+    """
+    if n_puzzles < 3:
+        raise ValueError(f"a triple needs at least 3 puzzles, got {n_puzzles}")
+    counts = np.zeros((n_sets, n_puzzles))
+    rows = np.arange(n_sets)[:, None]
+    out = np.empty((n_sets, n_sessions, 3), dtype=np.intp)
+    for s in range(n_sessions):
+        pick = np.argpartition(counts + rng.random((n_sets, n_puzzles)), 2, axis=1)[:, :3]
+        counts[rows, pick] += 1
+        order = np.argsort(rng.random((n_sets, 3)), axis=1)
+        out[:, s] = np.take_along_axis(pick, order, axis=1)
+    return out
+
+
 # ----------------------------------------------------------------------------------------------
 # ratings and truth
 
