@@ -26,13 +26,12 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import numpy as np
-from scipy import stats
+from scipy import special
 
 from nonolab.sat.encodings import get_encoding
 from nonolab.sat.generate import GenerationError, random_unique_puzzle
 from nonolab.sat.puzzles import Puzzle
 from nonolab.sat.solvers import run_solver
-from nonolab.stats.pauses import equal_posterior_crossing
 
 THEMES = ("FOOT", "CLUE", "PROP", "AMBIG", "GUESS", "HINT", "ERR", "LEARN", "LOAD", "VIS", "TIME",
           "UI", "AFF")  # fmt: skip
@@ -95,6 +94,10 @@ class GapMixture:
 
         Raises ``ValueError`` when the two densities do not cross between their means.
         """
+        # imported here: the pause model needs scikit-learn, which the power analysis's
+        # processes (this module without a gap mixture) need not load
+        from nonolab.stats.pauses import equal_posterior_crossing
+
         return equal_posterior_crossing(np.log(self.medians_s), self.log_sds, self.weights, 1, 2)
 
     def threshold_s(self) -> float:
@@ -304,7 +307,8 @@ def expected_rating(mean: np.ndarray | float, sd: float) -> np.ndarray:
     mean = np.asarray(mean, dtype=float)
     cuts = np.array([1.5, 2.5, 3.5, 4.5])
     # E[R] = 1 + sum_k P(Y >= cut_k)
-    return 1.0 + stats.norm.sf((cuts[None, :] - mean.reshape(-1, 1)) / sd).sum(axis=1).reshape(
+    # normal survival function: scipy.stats.norm.sf(x) is special.ndtr(-x)
+    return 1.0 + special.ndtr(-((cuts[None, :] - mean.reshape(-1, 1)) / sd)).sum(axis=1).reshape(
         mean.shape
     )
 

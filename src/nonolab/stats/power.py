@@ -24,9 +24,8 @@ import math
 from functools import lru_cache
 
 import numpy as np
-from scipy import special, stats
-
-from nonolab.stats.correlations import spearman_permutation_p
+import pandas as pd
+from scipy import special
 
 #: puzzle scores the power analysis ranks by: Bradley-Terry strengths, mean final rating
 METHODS = ("bt", "mean")
@@ -162,21 +161,11 @@ def spearman_test(metric: np.ndarray, score: np.ndarray) -> tuple[float, float]:
 
     Puzzles with a NaN score are dropped; NaN results when fewer than 3 remain or one side is
     constant. The exact p is the share of all ``n!`` pairings with ``|rho| >= |rho_obs|``
-    (:func:`nonolab.stats.correlations.spearman_permutation_p`).
+    (as :func:`nonolab.stats.correlations.spearman_permutation_p`). One row of
+    :func:`spearman_tests`.
     """
-    ok = ~np.isnan(score)
-    x, y = np.asarray(metric, dtype=float)[ok], np.asarray(score, dtype=float)[ok]
-    if len(x) < 3 or np.ptp(y) == 0 or np.ptp(x) == 0:
-        return float("nan"), float("nan")
-    rho, p = spearman_tests(x[None], y[None])
+    rho, p = spearman_tests(np.asarray(metric)[None], np.asarray(score)[None])
     return float(rho[0]), float(p[0])
-
-
-@lru_cache(maxsize=8)
-def _centred_rank_permutations(n: int) -> np.ndarray:
-    """Return every ordering of the centred ranks ``2k - n - 1`` (k = 1..n), (n!, n) floats."""
-    base = 2.0 * np.arange(1, n + 1) - n - 1
-    return np.array(list(itertools.permutations(base)))
 
 
 def spearman_tests(
@@ -184,53 +173,74 @@ def spearman_tests(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Return Spearman's rho and its two-sided p for every row of ``metric`` and ``score`` (R, n).
 
-    Rows as :func:`spearman_test`: average ranks; for ``n <= exact_max_n`` the exact
-    permutation p (share of all ``n!`` pairings whose ``|sum (2 r_x - n - 1)(2 r_y - n - 1)|``,
-    an integer ordering pairings as ``|rho|`` does, reaches the observed one; with untied
-    metric ranks the pairings are every ordering of the centred ranks, enumerated once per
-    ``n``), else the t approximation on ``n - 2`` df. Rows with a NaN score or tied metric
-    values go through :func:`spearman_test` one by one. NaN where the test is undefined.
+    Per row, puzzles with a NaN score are dropped; rho is the Pearson correlation of the
+    average ranks (NaN when fewer than 3 puzzles remain or one side is constant). For at most
+    ``exact_max_n`` puzzles p is exact: the share of all ``n!`` pairings of the centred ranks
+    ``2 r - n - 1`` whose ``|sum cx cy|`` (an integer that orders pairings as ``|rho|`` does)
+    reaches the observed one, as :func:`nonolab.stats.correlations.spearman_permutation_p`;
+    the pairings are enumerated once per ``n``. Otherwise p is the two-sided t approximation
+    on ``n - 2`` df (as ``scipy.stats.spearmanr``).
     """
     x = np.atleast_2d(np.asarray(metric, dtype=float))
     y = np.atleast_2d(np.asarray(score, dtype=float))
-    n_rep, n = x.shape
-    rho = np.full(n_rep, np.nan)
-    p = np.full(n_rep, np.nan)
-    xs = np.sort(x, axis=1)
-    slow = np.isnan(y).any(axis=1) | (xs[:, 1:] == xs[:, :-1]).any(axis=1)
-    fast = ~slow & (np.ptp(y, axis=1) > 0) & (n >= 3)
-    if fast.any():
-        cx = 2 * stats.rankdata(x[fast], axis=1) - n - 1
-        cy = 2 * stats.rankdata(y[fast], axis=1) - n - 1
-        # Pearson correlation of the ranks (the centred ranks have mean 0)
-        r = (cx * cy).sum(axis=1) / np.sqrt((cx * cx).sum(axis=1) * (cy * cy).sum(axis=1))
-        r = np.clip(r, -1.0, 1.0)
-        rho[fast] = r
-        if n <= exact_max_n:
-            perms = _centred_rank_permutations(n)
-            obs = np.abs((cx * cy).sum(axis=1))
-            hits = np.empty(len(cy))
-            chunk = max(1, 2**20 // len(perms))
-            for lo in range(0, len(cy), chunk):
-                null = np.abs(perms @ cy[lo : lo + chunk].T)  # integers, exact in floats
-                hits[lo : lo + chunk] = (null >= obs[lo : lo + chunk] - 0.5).sum(axis=0)
-            p[fast] = hits / len(perms)
-        else:
-            t = r * np.sqrt((n - 2) / np.maximum(1e-300, 1 - r * r))
-            p[fast] = 2 * stats.t.sf(np.abs(t), n - 2)
-    for i in np.flatnonzero(slow):
-        rho[i], p[i] = _spearman_one(x[i], y[i], exact_max_n)
+    rho = np.full(len(x), np.nan)
+    p = np.full(len(x), np.nan)
+    whole = ~np.isnan(y).any(axis=1)
+    if whole.any():
+        rho[whole], p[whole] = _rank_tests(x[whole], y[whole], exact_max_n)
+    for i in np.flatnonzero(~whole):
+        ok = ~np.isnan(y[i])
+        r, q = _rank_tests(x[i, ok][None], y[i, ok][None], exact_max_n)
+        rho[i], p[i] = r[0], q[0]
     return rho, p
 
 
-def _spearman_one(x: np.ndarray, y: np.ndarray, exact_max_n: int) -> tuple[float, float]:
-    """Return :func:`spearman_test` of one row with NaN scores or tied metric values."""
-    ok = ~np.isnan(y)
-    x, y = x[ok], y[ok]
-    if len(x) < 3 or np.ptp(y) == 0 or np.ptp(x) == 0:
-        return float("nan"), float("nan")
-    rho = float(stats.spearmanr(x, y).statistic)
-    if len(x) <= exact_max_n:
-        return rho, float(spearman_permutation_p(x, y))
-    t = rho * math.sqrt((len(x) - 2) / max(1e-300, 1 - rho * rho))
-    return rho, float(2 * stats.t.sf(abs(t), len(x) - 2))
+def _centred_ranks(a: np.ndarray) -> np.ndarray:
+    """Return ``2 r - n - 1`` of the average ranks ``r`` of each row (integers as floats)."""
+    n = a.shape[1]
+    return 2 * pd.DataFrame(a).rank(axis=1, method="average").to_numpy() - n - 1
+
+
+@lru_cache(maxsize=8)
+def _index_permutations(n: int) -> np.ndarray:
+    """Return every ordering of ``0..n-1``, (n!, n)."""
+    return np.array(list(itertools.permutations(range(n))), dtype=np.intp)
+
+
+def _rank_tests(x: np.ndarray, y: np.ndarray, exact_max_n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Return :func:`spearman_tests` of rows without NaN."""
+    n_rep, n = x.shape
+    rho = np.full(n_rep, np.nan)
+    p = np.full(n_rep, np.nan)
+    if n < 3:
+        return rho, p
+    cx, cy = _centred_ranks(x), _centred_ranks(y)
+    ok = (np.ptp(cx, axis=1) > 0) & (np.ptp(cy, axis=1) > 0)
+    if not ok.any():
+        return rho, p
+    cx, cy = cx[ok], cy[ok]
+    dot = (cx * cy).sum(axis=1)
+    r = np.clip(dot / np.sqrt((cx * cx).sum(axis=1) * (cy * cy).sum(axis=1)), -1.0, 1.0)
+    rho[ok] = r
+    if n > exact_max_n:
+        t = r * np.sqrt((n - 2) / np.maximum(1e-300, 1 - r * r))
+        p[ok] = 2 * special.stdtr(n - 2, -np.abs(t))  # t survival function at |t|
+        return rho, p
+    # exact: the pairings of cy with cx are the orderings of cx against cy; untied metric
+    # ranks are an ordering of the same centred ranks in every row, so one table serves all
+    perms = _index_permutations(n)
+    base = 2.0 * np.arange(1, n + 1) - n - 1
+    untied = (np.sort(cx, axis=1) == base).all(axis=1)
+    hits = np.empty(len(cx))
+    table = base[perms]
+    chunk = max(1, 2**20 // len(perms))
+    idx = np.flatnonzero(untied)
+    for lo in range(0, len(idx), chunk):
+        rows = idx[lo : lo + chunk]
+        null = np.abs(table @ cy[rows].T)  # integers, exact in floats
+        hits[rows] = (null >= np.abs(dot[rows]) - 0.5).sum(axis=0)
+    for i in np.flatnonzero(~untied):
+        null = np.abs(cx[i][perms] @ cy[i])
+        hits[i] = (null >= abs(dot[i]) - 0.5).sum()
+    p[ok] = hits / len(perms)
+    return rho, p
