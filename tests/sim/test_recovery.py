@@ -200,3 +200,21 @@ def test_false_positive_rate_near_alpha_50_replications():
     t = slope_replications(50, 20260302, replace(base, metric_strength=0.0))
     fpr = slope_summary(t)["rejection_rate"]
     assert fpr <= 0.05 + 2 * math.sqrt(0.05 * 0.95 / 50)
+
+
+def test_replications_in_worker_processes_are_the_same_rows():
+    import os
+
+    from nonolab.sim.recovery import _alongside
+
+    params = SimParams(n_participants=20, n_puzzles=6)
+    tasks = [(2, 11, params, 0), (1, 11, params, 2), (2, 12, params, 0)]
+    pid, parts = _alongside(os.getpid, tasks, jobs=2)
+    assert pid == os.getpid()  # the first job runs in this process
+    pd.testing.assert_frame_equal(
+        pd.concat(parts[:2], ignore_index=True), slope_replications(3, 11, params)
+    )
+    pd.testing.assert_frame_equal(parts[2], slope_replications(2, 12, params))
+    _, alone = _alongside(os.getpid, tasks, jobs=1)
+    for a, b in zip(parts, alone, strict=True):
+        pd.testing.assert_frame_equal(a, b)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import inspect
 import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 from sklearn.mixture import GaussianMixture
+from threadpoolctl import threadpool_limits
 
 from nonolab.sim.events import SimStudy, simulate_study
 from nonolab.sim.model import SimParams
@@ -290,6 +291,52 @@ def slope_summary(table: pd.DataFrame, alpha: float = 0.05) -> dict[str, Any]:
     }
 
 
+#: replications per task when :func:`recovery_benchmark` runs in several processes
+TASK_REPLICATIONS = 2
+
+
+def _slope_task(task: tuple[int, int, SimParams, int]) -> pd.DataFrame:
+    """Return :func:`slope_replications` of ``(replications, seed, params, start)``."""
+    count, seed, params, start = task
+    return slope_replications(count, seed, params, start)
+
+
+def _alongside(
+    first: Callable[[], Any], tasks: list[tuple[int, int, SimParams, int]], jobs: int
+) -> tuple[Any, list[pd.DataFrame]]:
+    """Return ``(first(), [_slope_task(t) for t in tasks])``.
+
+    With ``jobs`` > 1, ``jobs - 1`` forked worker processes (:class:`nonolab.core.workers.
+    Workers`) take tasks while this process runs ``first`` (which may start processes of its
+    own: the ingest's) and then takes tasks too. Every task has its own seeds, so the results
+    do not depend on ``jobs``.
+    """
+    if jobs <= 1 or not tasks:
+        return first(), [_slope_task(t) for t in tasks]
+    from nonolab.core.workers import Workers
+
+    done: dict[int, pd.DataFrame] = {}
+    todo = list(enumerate(tasks))[::-1]  # popped from the end: in order
+    with Workers(min(jobs - 1, len(tasks)), _slope_task, start_method="fork") as pool:
+
+        def feed() -> None:
+            while (res := pool.next_result(timeout=0)) is not None:
+                done[int(res[0])] = res[1]
+            while pool.idle and todo:
+                pool.submit(*todo.pop())
+
+        feed()
+        value = first()
+        while todo:
+            feed()
+            if todo:
+                i, task = todo.pop()
+                done[i] = _slope_task(task)
+        while (res := pool.next_result()) is not None:
+            done[int(res[0])] = res[1]
+    return value, [done[i] for i in range(len(tasks))]
+
+
 def recovery_benchmark(
     seed: int,
     workdir: str | Path,
@@ -299,6 +346,7 @@ def recovery_benchmark(
     pipeline_studies: int = 3,
     pipeline_puzzles: int = 6,
     log: Any = None,
+    jobs: int = 1,
 ) -> dict[str, Any]:
     """Return the parameter-recovery record (``results/bench/recovery.json``).
 
@@ -310,24 +358,39 @@ def recovery_benchmark(
     * ``null``: the same with metric strength 0 (false-positive rate; target near 0.05).
 
     ``criteria`` holds the targets and whether they were met. ``log``: optional callable for
-    progress messages.
+    progress messages. ``jobs``: processes to use (the replications run in ``jobs - 1`` worker
+    processes beside the pipeline studies); the record does not depend on it, nor on the
+    number of BLAS or OpenMP threads (limited to one while it runs).
     """
     say = log or (lambda *_: None)
-    pipe_rows = []
-    for i in range(pipeline_studies):
-        s = replication_seed(seed, 10_000 + i)
-        params = SimParams(n_participants=n_participants, n_puzzles=pipeline_puzzles)
-        study = simulate_study(params, s)
-        out = Path(workdir) / f"pipeline_{i}"
-        write_study(study, out)
-        rec = {"study": i, "seed": s, **recover_study(out, study.truth)}
-        say(f"pipeline study {i}: {rec}")
-        pipe_rows.append(rec)
-    pipe = pd.DataFrame(pipe_rows)
     base = SimParams(n_participants=n_participants, n_puzzles=n_puzzles)
-    slope = slope_replications(replications, seed, base)
+    tasks = [
+        (min(TASK_REPLICATIONS, replications - start), s, params, start)
+        for s, params in ((seed, base), (seed + 1, replace(base, metric_strength=0.0)))
+        for start in range(0, replications, TASK_REPLICATIONS)
+    ]
+
+    def pipeline() -> pd.DataFrame:
+        rows = []
+        for i in range(pipeline_studies):
+            s = replication_seed(seed, 10_000 + i)
+            params = SimParams(n_participants=n_participants, n_puzzles=pipeline_puzzles)
+            study = simulate_study(params, s)
+            out = Path(workdir) / f"pipeline_{i}"
+            write_study(study, out)
+            rec = {"study": i, "seed": s, **recover_study(out, study.truth)}
+            say(f"pipeline study {i}: {rec}")
+            rows.append(rec)
+        return pd.DataFrame(rows)
+
+    # one BLAS / OpenMP thread: the mixture fits' last digits depend on the thread count
+    with threadpool_limits(limits=1):
+        pipe, parts = _alongside(pipeline, tasks, jobs)
+    half = len(tasks) // 2
+    empty = pd.DataFrame(columns=SLOPE_COLUMNS)
+    slope = pd.concat(parts[:half], ignore_index=True) if half else empty
+    null = pd.concat(parts[half:], ignore_index=True) if half else empty
     say(f"slope replications: {slope_summary(slope)}")
-    null = slope_replications(replications, seed + 1, replace(base, metric_strength=0.0))
     say(f"null replications: {slope_summary(null)}")
     s_sum, n_sum = slope_summary(slope), slope_summary(null)
     fpr_hi = 0.05 + 2 * math.sqrt(0.05 * 0.95 / max(replications, 1))
