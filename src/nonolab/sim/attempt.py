@@ -11,7 +11,6 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -37,28 +36,28 @@ class Attempt:
     n_hints: int
 
 
-@lru_cache(maxsize=64)
-def _lines(h: int, w: int) -> tuple[tuple[tuple[int, int], ...], ...]:
-    """Return the cells of every line of an ``h x w`` grid: rows ``0..h-1``, then columns."""
-    rows = [tuple((i, j) for j in range(w)) for i in range(h)]
-    cols = [tuple((i, j) for i in range(h)) for j in range(w)]
-    return tuple(rows + cols)
-
-
 def _line_plan(
     targets: dict[tuple[int, int], int], h: int, w: int, rng: np.random.Generator
 ) -> list[tuple[int, int, int]]:
-    """Order ``targets`` (cell -> value) line by line: random lines, cells in line order."""
-    lines = _lines(h, w)
-    plan: list[tuple[int, int, int]] = []
-    done: set[tuple[int, int]] = set()
-    for k in rng.permutation(len(lines)).tolist():
-        for cell in lines[k]:
-            v = targets.get(cell)
-            if v is not None and cell not in done:
-                done.add(cell)
-                plan.append((cell[0], cell[1], v))
-    return plan
+    """Order ``targets`` (cell -> value) line by line: random lines, cells in line order.
+
+    The lines (rows ``0..h-1``, then columns) are taken in a random order; each cell goes with
+    the first of its row and column in that order, at its place along that line.
+    """
+    order = rng.permutation(h + w)
+    if not targets:
+        return []
+    pos = np.empty(h + w, dtype=np.intp)
+    pos[order] = np.arange(h + w)
+    rc = np.array(list(targets), dtype=np.intp)
+    values = list(targets.values())
+    at_row, at_col = pos[rc[:, 0]], pos[h + rc[:, 1]]
+    by_row = at_row < at_col
+    line = np.where(by_row, at_row, at_col)
+    along = np.where(by_row, rc[:, 1], rc[:, 0])
+    idx = np.lexsort((along, line)).tolist()
+    cells = rc.tolist()
+    return [(cells[i][0], cells[i][1], values[i]) for i in idx]
 
 
 @dataclass
