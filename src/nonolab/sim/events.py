@@ -563,7 +563,7 @@ def simulate_study(
     ``progress`` (optional) is called after each participant's session is drawn. With ``logs``
     False the study has no logs, coded answers or faults, and its truth the same puzzles and
     participants (ratings, skips, errors, hints) as with logs: for analyses of the truth only
-    (:func:`nonolab.sim.recovery.truth_ratings`), several times faster.
+    (:func:`nonolab.sim.recovery.truth_ratings`), in about half the time.
     """
     s_puz, s_sched, s_part, s_fault = np.random.SeedSequence(seed).spawn(4)
     world = draw_puzzles(params, np.random.default_rng(s_puz))

@@ -9,7 +9,8 @@
 * puzzles: :func:`generate_unique_puzzles` (distinct unique puzzles from
   :func:`nonolab.sat.generate.random_unique_puzzle`) and their solver metrics
   (:func:`solver_metrics`);
-* the design: :func:`ordered_triples` (which puzzles a session sees, in which order);
+* the design: :func:`ordered_triples` (which puzzles a session sees, in which order) and
+  :func:`ordered_triples_batch` (many such schedules at once, for the power analysis);
 * the rating model: :func:`cut_rating`, :func:`expected_rating`, :func:`rating_scale_slope`
   (the true slope on the 1-5 scale) and :func:`standardise`.
 

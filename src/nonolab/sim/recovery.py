@@ -142,10 +142,11 @@ def recover_study(study_dir: str | Path, truth: Mapping[str, Any] | None = None)
 
     Runs the library functions of the pipeline's rules with their default settings, in order:
     ``ingest`` (:func:`nonolab.study.ingest.ingest_study`, ``default`` preset); ``pauses``
-    (:func:`nonolab.study.features.interaction_gaps`, the threshold of
-    :func:`nonolab.stats.pauses.fit_pause_model` with :func:`~nonolab.stats.pauses.em_tolerance`
-    ``auto`` by :func:`pause_crossing_s`, which the ``default`` preset's ``auto`` threshold
-    uses (:func:`~nonolab.stats.pauses.threshold_used`): ``threshold_est_s``, seconds; plus
+    (:func:`nonolab.study.features.interaction_gaps`; the threshold
+    :func:`nonolab.stats.pauses.fit_pause_model` gives with
+    :func:`~nonolab.stats.pauses.em_tolerance` ``auto``, computed by :func:`pause_crossing_s`;
+    the ``default`` preset fixes no threshold, so :func:`~nonolab.stats.pauses.threshold_used`
+    ``auto`` is this fitted one: ``threshold_est_s``, seconds; plus
     ``threshold_published_em_s`` with the published fit's scikit-learn defaults, ``tol`` 1e-3
     and 100 iterations); ``features`` (:func:`nonolab.study.features.attempt_features` at the
     threshold used); ``ranking`` (:func:`ranking_recovery` on the attempts' final ratings:
