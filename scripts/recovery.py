@@ -21,6 +21,7 @@ with tempfile.TemporaryDirectory() as tmp:
         n_puzzles=int(cfg["n_puzzles"]),
         pipeline_studies=int(cfg["pipeline_studies"]),
         log=log.info,
+        jobs=snakemake.threads,
     )
 write_json(rec, snakemake.output.record)
 write_table(

@@ -52,6 +52,20 @@ def test_truth_ratings_equal_ingested_ratings(study60):
     )
 
 
+@pytest.mark.parametrize(("n_participants", "n_puzzles", "seed"), [(60, 6, 21), (30, 12, 4)])
+def test_study_without_logs_has_the_same_truth(n_participants, n_puzzles, seed):
+    params = SimParams(n_participants=n_participants, n_puzzles=n_puzzles, faults=("non_json",))
+    full = simulate_study(params, seed)
+    bare = simulate_study(params, seed, logs=False)
+    assert bare.logs == {} and bare.coded == [] and bare.truth["faults"] == []
+    assert len(full.logs) == n_participants and len(full.truth["faults"]) == 1
+    drop = {"faults"}
+    assert {k: v for k, v in bare.truth.items() if k not in drop} == {
+        k: v for k, v in full.truth.items() if k not in drop
+    }
+    pd.testing.assert_frame_equal(truth_ratings(bare), truth_ratings(full))
+
+
 def _gaps(tables) -> np.ndarray:
     from nonolab.study.features import interaction_gaps
 
@@ -66,6 +80,18 @@ def test_pause_threshold_recovered_by_pipeline_fit(study60):
     assert len(g) > 10_000
     thr = fit_pause_model(g, n_init=2).threshold_s  # the pipeline's default: EM to convergence
     assert thr == pytest.approx(study.truth["pause_threshold_s"], rel=0.10)
+
+
+def test_pause_crossing_equals_the_pipeline_fit(study60):
+    # recover_study fits only the largest mixture: the same threshold as fit_pause_model's
+    from nonolab.sim.recovery import pause_crossing_s
+    from nonolab.stats.pauses import PUBLISHED_EM_TOL, fit_pause_model
+
+    g = _gaps(study60[2])
+    want = fit_pause_model(g, tol=PUBLISHED_EM_TOL, max_iter=100).threshold_s
+    assert pause_crossing_s(g, PUBLISHED_EM_TOL, 100) == want
+    with pytest.raises(ValueError, match="too few"):
+        pause_crossing_s(np.array([0.0, 1.0, 2.0]), PUBLISHED_EM_TOL)
 
 
 def test_published_em_settings_stop_early_and_overshoot(study60):
@@ -174,3 +200,21 @@ def test_false_positive_rate_near_alpha_50_replications():
     t = slope_replications(50, 20260302, replace(base, metric_strength=0.0))
     fpr = slope_summary(t)["rejection_rate"]
     assert fpr <= 0.05 + 2 * math.sqrt(0.05 * 0.95 / 50)
+
+
+def test_replications_in_worker_processes_are_the_same_rows():
+    import os
+
+    from nonolab.sim.recovery import _alongside
+
+    params = SimParams(n_participants=20, n_puzzles=6)
+    tasks = [(2, 11, params, 0), (1, 11, params, 2), (2, 12, params, 0)]
+    pid, parts = _alongside(os.getpid, tasks, jobs=2)
+    assert pid == os.getpid()  # the first job runs in this process
+    pd.testing.assert_frame_equal(
+        pd.concat(parts[:2], ignore_index=True), slope_replications(3, 11, params)
+    )
+    pd.testing.assert_frame_equal(parts[2], slope_replications(2, 12, params))
+    _, alone = _alongside(os.getpid, tasks, jobs=1)
+    for a, b in zip(parts, alone, strict=True):
+        pd.testing.assert_frame_equal(a, b)

@@ -100,7 +100,8 @@ rule recovery:
         "results/bench/rules/recovery.tsv"
     conda:
         "../../envs/nonolab.yaml"
-    threads: 1
+    # the replications run in a second process beside the pipeline study (same record)
+    threads: 2
     resources:
         mem_mb=4000,
         runtime=240,

@@ -39,18 +39,25 @@ class Attempt:
 def _line_plan(
     targets: dict[tuple[int, int], int], h: int, w: int, rng: np.random.Generator
 ) -> list[tuple[int, int, int]]:
-    """Order ``targets`` (cell -> value) line by line: random lines, cells in line order."""
-    lines = [("r", i) for i in range(h)] + [("c", j) for j in range(w)]
-    order = rng.permutation(len(lines))
-    plan, done = [], set()
-    for k in order:
-        kind, i = lines[int(k)]
-        cells = [(i, j) for j in range(w)] if kind == "r" else [(j, i) for j in range(h)]
-        for cell in cells:
-            if cell in targets and cell not in done:
-                done.add(cell)
-                plan.append((cell[0], cell[1], targets[cell]))
-    return plan
+    """Order ``targets`` (cell -> value) line by line: random lines, cells in line order.
+
+    The lines (rows ``0..h-1``, then columns) are taken in a random order; each cell goes with
+    the first of its row and column in that order, at its place along that line.
+    """
+    order = rng.permutation(h + w)
+    if not targets:
+        return []
+    pos = np.empty(h + w, dtype=np.intp)
+    pos[order] = np.arange(h + w)
+    rc = np.array(list(targets), dtype=np.intp)
+    values = list(targets.values())
+    at_row, at_col = pos[rc[:, 0]], pos[h + rc[:, 1]]
+    by_row = at_row < at_col
+    line = np.where(by_row, at_row, at_col)
+    along = np.where(by_row, rc[:, 1], rc[:, 0])
+    idx = np.lexsort((along, line)).tolist()
+    cells = rc.tolist()
+    return [(cells[i][0], cells[i][1], values[i]) for i in idx]
 
 
 @dataclass
@@ -133,10 +140,9 @@ class _Play:
                 {"type": "check_bank", "puzzle_id": puzzle_id, "solved": False, "mismatches": mm}
             )
 
-    def maybe_error(self, p_err: float) -> None:
-        """With probability ``p_err`` fill a wrong empty cell, then undo it at once or later."""
-        if self.rng.random() >= p_err:
-            return
+    def wrong_fill(self) -> None:
+        """Fill a random wrong empty cell (if any), then undo it at once or later (drawn with
+        the error probability before each gesture)."""
         empties = np.argwhere((self.sol == 0) & (self.board == 0))
         if not len(empties):
             return
@@ -172,7 +178,7 @@ class _Play:
         run = [(r, c)]
         if drag_ui and self.rng.random() < 0.35 and self.board[r, c] == 0:
             run = self._drag_run(r, c, v)
-        if len(run) > 1 and self.board[r, c] == 0:
+        if len(run) > 1:  # (r, c) is empty: a run starts only there
             for rr, cc in run:
                 self.board[rr, cc] = v
             a, b = run[0], run[-1]
@@ -189,9 +195,8 @@ class _Play:
             )
             self.step += len(run)
             return
-        for rr, cc in run:
-            self.move(rr, cc, v)
-            self.step += 1
+        self.move(r, c, v)
+        self.step += 1
         if self.rng.random() < 0.01:  # second thoughts: undo a correct move and redo it
             self.undo_last(r, c)
             self.move(r, c, v)
@@ -237,30 +242,38 @@ def simulate_attempt(
     reset_at = float(rng.uniform(0.05, 0.6)) if rng.random() < params.reset_prob else None
     n_checks = int(rng.poisson(0.25))
 
-    targets = {(int(r), int(c)): 1 for r, c in zip(*np.nonzero(sol == 1), strict=True)}
-    for r, c in zip(*np.nonzero(sol == 0), strict=True):
-        if rng.random() < style["cross_frac"]:
-            targets[(int(r), int(c))] = -1
+    targets = {(r, c): 1 for r, c in np.argwhere(sol == 1).tolist()}
+    empty = np.argwhere(sol == 0).tolist()
+    # one uniform per empty cell, in row-major order (the same draws as one call per cell)
+    for (r, c), u in zip(empty, rng.random(len(empty)).tolist(), strict=True):
+        if u < style["cross_frac"]:
+            targets[(r, c)] = -1
     play = _Play(sol, targets, _line_plan(targets, h, w, rng), rng)
     total = len(play.plan)
     hint_at = sorted(int(x) for x in rng.integers(0, total, size=min(n_hints, total)))
     check_at = sorted(int(x) for x in rng.integers(1, total, size=n_checks))
-    did_reset = False
+    stop_at = stop_frac * total
+    reset_step = reset_at * total if reset_at is not None else math.inf
+    drag_ui = style["drag_ui"]
     while play.plan:
-        if play.step >= stop_frac * total:
+        if play.step >= stop_at:
             break
-        if reset_at is not None and not did_reset and play.step >= reset_at * total:
-            did_reset = True
+        if play.step >= reset_step:
+            reset_step = math.inf  # one reset at most
             play.reset()
             continue
-        play.due_corrections()
-        play.hints(hint_at)
-        if play.plan:
+        # the steps below are the _Play methods, each entered only when it has work to do
+        if play.pending:
+            play.due_corrections()
+        if hint_at and hint_at[0] <= play.step:
+            play.hints(hint_at)
+        if play.plan and check_at and check_at[0] <= play.step:
             play.checks(check_at, puzzle_id)
         if not play.plan:
             break
-        play.maybe_error(p_err)
-        play.next_gesture(style["drag_ui"])
+        if rng.random() < p_err:
+            play.wrong_fill()
+        play.next_gesture(drag_ui)
     solved = False
     if not play.plan and not (stop_frac <= 1.0 and play.step >= stop_frac * total):
         solved = play.finish(puzzle_id)

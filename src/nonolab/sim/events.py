@@ -214,6 +214,7 @@ class Session:
     lines: list[dict[str, Any]] = field(default_factory=list)
     outcomes: list[Outcome] = field(default_factory=list)
     t_end: int = 0
+    record: bool = True
 
     @property
     def pid(self) -> str:
@@ -221,8 +222,10 @@ class Session:
         return f"Sim-p{self.index + 1}"
 
     def emit(self, event: dict[str, Any], at: int) -> None:
-        """Append ``event`` stamped at ``at`` microseconds after the study start."""
-        self.lines.append({**event, "t": iso_time(at)})
+        """Append ``event`` stamped at ``at`` microseconds after the study start (nothing when
+        the session is drawn without logs, ``record`` False)."""
+        if self.record:
+            self.lines.append({**event, "t": iso_time(at)})
 
 
 @dataclass(frozen=True)
@@ -290,11 +293,13 @@ def _puzzle_window(
     final = cut_rating(y + rng.normal(0, params.final_noise_sd))
     t = session.t + int(rng.uniform(3, 12) * 1e6)
     gaps = params.gaps.sample(rng, max(len(att.events) - 1, 0))
-    times = [t] + [int(x) for x in t + np.cumsum(np.maximum(np.round(gaps * 1e6), 1))]
+    if att.events:
+        times = t + np.concatenate([[0], np.cumsum(np.maximum(np.round(gaps * 1e6), 1))])
+        if session.record:
+            for ev, at in zip(att.events, times.astype(np.int64).tolist(), strict=True):
+                session.emit(ev, at)
+        t = int(times[-1])
     is_last = k == 2
-    for ev, at in zip(att.events, times, strict=True):
-        session.emit(ev, at)
-    t = times[-1] if att.events else t
     ratable = not att.skipped or rng.random() < 0.5
     answers = {
         "difficulty": initial if ratable else -1,
@@ -419,12 +424,16 @@ def simulate_participant(
     params: SimParams,
     seed: np.random.SeedSequence,
     clock: int,
+    logs: bool = True,
 ) -> ParticipantResult:
     """Return participant ``index``'s session drawn from ``seed``, starting after ``clock``.
 
     ``clock`` and the returned ``clock`` are microseconds after
     :data:`nonolab.sim.model.START` (the session starts a random while after ``clock``; the
-    returned value is the time of its post-survey).
+    returned value is the time of its post-survey). With ``logs`` False only the truth record
+    is drawn (the same values: every draw before the last puzzle's survey is made, the log
+    lines, the post-survey and the free-text answers are not; ``log`` and ``responses`` are
+    empty and ``clock`` is the end of the last puzzle window).
     """
     rng = np.random.default_rng(seed)
     person = {
@@ -437,7 +446,7 @@ def simulate_participant(
         },
     }
     clock += int(rng.exponential(20 * 3600) * 1e6) + 600_000_000
-    session = Session(index, queue, rng, clock)
+    session = Session(index, queue, rng, clock, record=logs)
     session.emit({"type": "session_start_three", "queue": queue, "schedule_idx": index}, clock)
     pre = pre_survey(person["expertise"], rng)
     session.t += int(rng.uniform(30, 240) * 1e6)
@@ -445,6 +454,10 @@ def simulate_participant(
                   "answers": pre}, session.t)  # fmt: skip
     for k in range(len(queue)):
         _puzzle_window(session, k, world, person, params)
+    if not logs:
+        return ParticipantResult(
+            session.pid, [], [], _participant_truth(session, person), session.t
+        )
     post, reasons, strat, comment_codes = _post_survey(session, params)
     session.t += int(rng.uniform(60, 400) * 1e6)
     session.emit({"type": "survey_submit", "survey_type": "post", "puzzle_idx": None,
@@ -540,29 +553,36 @@ def study_truth(
 
 
 def simulate_study(
-    params: SimParams, seed: int, progress: Callable[[], None] | None = None
+    params: SimParams,
+    seed: int,
+    progress: Callable[[], None] | None = None,
+    logs: bool = True,
 ) -> SimStudy:
     """Return a simulated study drawn from ``params`` with master ``seed`` (deterministic).
 
-    ``progress`` (optional) is called after each participant's session is drawn.
+    ``progress`` (optional) is called after each participant's session is drawn. With ``logs``
+    False the study has no logs, coded answers or faults, and its truth the same puzzles and
+    participants (ratings, skips, errors, hints) as with logs: for analyses of the truth only
+    (:func:`nonolab.sim.recovery.truth_ratings`), in about half the time.
     """
     s_puz, s_sched, s_part, s_fault = np.random.SeedSequence(seed).spawn(4)
     world = draw_puzzles(params, np.random.default_rng(s_puz))
     schedule = ordered_triples(
         params.n_puzzles, max(params.n_participants, 1), np.random.default_rng(s_sched)
     )
-    logs: dict[str, list[str]] = {}
+    lines: dict[str, list[str]] = {}
     rows: list[dict[str, Any]] = []
     truths: list[dict[str, Any]] = []
     clock = 0  # microseconds since START
     for i, part_seed in enumerate(s_part.spawn(params.n_participants)):
-        res = simulate_participant(i, schedule[i], world, params, part_seed, clock)
-        logs[res.pid] = res.log
+        res = simulate_participant(i, schedule[i], world, params, part_seed, clock, logs)
+        if logs:
+            lines[res.pid] = res.log
         rows.extend(res.responses)
         truths.append(res.truth)
         clock = res.clock
         if progress is not None:
             progress()
-    faults = inject_faults(logs, params, np.random.default_rng(s_fault))
+    faults = inject_faults(lines, params, np.random.default_rng(s_fault)) if logs else []
     truth = study_truth(params, seed, world, truths, faults)
-    return SimStudy(params, seed, world.puzzles, schedule, logs, coded_responses(rows), truth)
+    return SimStudy(params, seed, world.puzzles, schedule, lines, coded_responses(rows), truth)

@@ -9,7 +9,8 @@
 * puzzles: :func:`generate_unique_puzzles` (distinct unique puzzles from
   :func:`nonolab.sat.generate.random_unique_puzzle`) and their solver metrics
   (:func:`solver_metrics`);
-* the design: :func:`ordered_triples` (which puzzles a session sees, in which order);
+* the design: :func:`ordered_triples` (which puzzles a session sees, in which order) and
+  :func:`ordered_triples_batch` (many such schedules at once, for the power analysis);
 * the rating model: :func:`cut_rating`, :func:`expected_rating`, :func:`rating_scale_slope`
   (the true slope on the 1-5 scale) and :func:`standardise`.
 
@@ -26,13 +27,12 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import numpy as np
-from scipy import stats
+from scipy import special
 
 from nonolab.sat.encodings import get_encoding
 from nonolab.sat.generate import GenerationError, random_unique_puzzle
 from nonolab.sat.puzzles import Puzzle
 from nonolab.sat.solvers import run_solver
-from nonolab.stats.pauses import equal_posterior_crossing
 
 THEMES = ("FOOT", "CLUE", "PROP", "AMBIG", "GUESS", "HINT", "ERR", "LEARN", "LOAD", "VIS", "TIME",
           "UI", "AFF")  # fmt: skip
@@ -95,6 +95,10 @@ class GapMixture:
 
         Raises ``ValueError`` when the two densities do not cross between their means.
         """
+        # imported here: the pause model needs scikit-learn, which the power analysis's
+        # processes (this module without a gap mixture) need not load
+        from nonolab.stats.pauses import equal_posterior_crossing
+
         return equal_posterior_crossing(np.log(self.medians_s), self.log_sds, self.weights, 1, 2)
 
     def threshold_s(self) -> float:
@@ -268,6 +272,28 @@ def ordered_triples(n_puzzles: int, n_sessions: int, rng: np.random.Generator) -
     return out
 
 
+def ordered_triples_batch(
+    n_puzzles: int, n_sessions: int, n_sets: int, rng: np.random.Generator
+) -> np.ndarray:
+    """Return ``n_sets`` independent schedules of :func:`ordered_triples`, (n_sets, n_sessions, 3).
+
+    The same rule, drawn for all sets at once (session by session): each session gets the
+    three least-served puzzles of its set so far (ties broken at random) in random order. The
+    random stream differs from :func:`ordered_triples`'s.
+    """
+    if n_puzzles < 3:
+        raise ValueError(f"a triple needs at least 3 puzzles, got {n_puzzles}")
+    counts = np.zeros((n_sets, n_puzzles))
+    rows = np.arange(n_sets)[:, None]
+    out = np.empty((n_sets, n_sessions, 3), dtype=np.intp)
+    for s in range(n_sessions):
+        pick = np.argpartition(counts + rng.random((n_sets, n_puzzles)), 2, axis=1)[:, :3]
+        counts[rows, pick] += 1
+        order = np.argsort(rng.random((n_sets, 3)), axis=1)
+        out[:, s] = np.take_along_axis(pick, order, axis=1)
+    return out
+
+
 # ----------------------------------------------------------------------------------------------
 # ratings and truth
 
@@ -282,7 +308,8 @@ def expected_rating(mean: np.ndarray | float, sd: float) -> np.ndarray:
     mean = np.asarray(mean, dtype=float)
     cuts = np.array([1.5, 2.5, 3.5, 4.5])
     # E[R] = 1 + sum_k P(Y >= cut_k)
-    return 1.0 + stats.norm.sf((cuts[None, :] - mean.reshape(-1, 1)) / sd).sum(axis=1).reshape(
+    # normal survival function: scipy.stats.norm.sf(x) is special.ndtr(-x)
+    return 1.0 + special.ndtr(-((cuts[None, :] - mean.reshape(-1, 1)) / sd)).sum(axis=1).reshape(
         mean.shape
     )
 

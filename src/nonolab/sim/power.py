@@ -1,9 +1,9 @@
 """Power of the study design to detect a puzzle-level correlation between a metric and difficulty.
 
 Design (like the study): every participant rates 3 distinct puzzles (balanced ordered triples,
-:func:`nonolab.sim.model.ordered_triples`); some final ratings are missing (skipped puzzles).
-For a true puzzle-level Spearman correlation ``rho_s`` between a solver metric and latent
-perceived difficulty, one replication draws
+:func:`nonolab.sim.model.ordered_triples_batch`); some final ratings are missing (skipped
+puzzles). For a true puzzle-level Spearman correlation ``rho_s`` between a solver metric and
+latent perceived difficulty, one replication draws
 
 * the metric ``z_j ~ N(0, 1)`` and latent difficulty ``D_j = sd * (r z_j + sqrt(1 - r^2) e_j)``
   with Pearson ``r = 2 sin(pi rho_s / 6)`` (:func:`nonolab.stats.power.pearson_for_spearman`),
@@ -12,10 +12,11 @@ perceived difficulty, one replication draws
   ``mean + D_j + b_E E_i + v_i + noise``, rounded and clipped to 1-5;
 
 then ranks the puzzles by Bradley-Terry strengths or by mean rating
-(:func:`nonolab.stats.power.bt_scores`, :func:`~nonolab.stats.power.mean_scores`) and tests
-Spearman's rho between that ranking and the metric (:func:`nonolab.stats.power.spearman_test`:
-two-sided, exact permutation p for at most 8 puzzles, else the t approximation). Power is the
-share of replications with ``p < alpha``. No logs are written: ratings are drawn directly.
+(:func:`nonolab.stats.power.bt_scores_batch`, :func:`~nonolab.stats.power.mean_scores_batch`)
+and tests Spearman's rho between that ranking and the metric
+(:func:`nonolab.stats.power.spearman_tests`: two-sided, exact permutation p for at most 8
+puzzles, else the t approximation). Power is the share of replications with ``p < alpha``. No
+logs are written: ratings are drawn directly, all replications of a cell as arrays at once.
 """
 
 from __future__ import annotations
@@ -27,13 +28,13 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from nonolab.sim.model import SimParams, ordered_triples
+from nonolab.sim.model import SimParams, ordered_triples_batch
 from nonolab.stats.power import (
     METHODS,
-    bt_scores,
-    mean_scores,
+    bt_scores_batch,
+    mean_scores_batch,
     pearson_for_spearman,
-    spearman_test,
+    spearman_tests,
 )
 
 POWER_COLUMNS = [
@@ -71,27 +72,45 @@ def cell_seed(
     return np.random.SeedSequence([seed, n_puzzles, n_participants, int(round(rho_true * 1000))])
 
 
-def simulate_ratings(
-    design: PowerDesign, params: SimParams, rng: np.random.Generator, missing: float = 0.1
+def simulate_replications(
+    design: PowerDesign,
+    params: SimParams,
+    rng: np.random.Generator,
+    replications: int,
+    missing: float = 0.1,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Return ``(z, queues, ratings)`` of one replication.
+    """Return ``(z, queues, ratings)`` of ``replications`` independent replications at once.
 
-    ``z``: metric per puzzle (n_puzzles,); ``queues``: puzzle ids per participant
-    (n_participants, 3); ``ratings``: final 1-5 rating per (participant, slot), NaN when missing.
+    ``z``: metric per puzzle (R, n_puzzles); ``queues``: puzzle ids per participant
+    (R, n_participants, 3, :func:`nonolab.sim.model.ordered_triples_batch`); ``ratings``: final
+    1-5 rating per (replication, participant, slot), NaN when missing. Draw order: ``z``, the
+    puzzle residuals, the schedules, expertise, participant bias, rating noise, missingness,
+    each for all replications at once.
     """
-    n_p, n_i = design.n_puzzles, design.n_participants
+    n_r, n_p, n_i = replications, design.n_puzzles, design.n_participants
     r = pearson_for_spearman(design.rho_true)
-    z = rng.standard_normal(n_p)
-    d = params.difficulty_sd * (r * z + math.sqrt(1 - r * r) * rng.standard_normal(n_p))
-    queues = np.array(ordered_triples(n_p, n_i, rng))
-    person = params.expertise_effect * rng.standard_normal(n_i) + rng.normal(
-        0, params.participant_sd, n_i
+    z = rng.standard_normal((n_r, n_p))
+    d = params.difficulty_sd * (r * z + math.sqrt(1 - r * r) * rng.standard_normal((n_r, n_p)))
+    queues = ordered_triples_batch(n_p, n_i, n_r, rng)
+    person = params.expertise_effect * rng.standard_normal((n_r, n_i)) + rng.normal(
+        0, params.participant_sd, (n_r, n_i)
     )
     noise_sd = math.sqrt(params.noise_sd**2 + params.final_noise_sd**2)
-    y = params.rating_mean + d[queues] + person[:, None] + rng.normal(0, noise_sd, queues.shape)
+    d_q = np.take_along_axis(d, queues.reshape(n_r, -1), axis=1).reshape(queues.shape)
+    y = params.rating_mean + d_q + person[..., None] + rng.normal(0, noise_sd, queues.shape)
     ratings = np.clip(np.floor(y + 0.5), 1, 5)
     ratings[rng.random(queues.shape) < missing] = np.nan
     return z, queues, ratings
+
+
+def simulate_ratings(
+    design: PowerDesign, params: SimParams, rng: np.random.Generator, missing: float = 0.1
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Return ``(z, queues, ratings)`` of one replication (:func:`simulate_replications` with
+    one replication, leading axis dropped): shapes (n_puzzles,), (n_participants, 3) and
+    (n_participants, 3)."""
+    z, queues, ratings = simulate_replications(design, params, rng, 1, missing)
+    return z[0], queues[0], ratings[0]
 
 
 def power_cell(
@@ -106,6 +125,8 @@ def power_cell(
 ) -> pd.DataFrame:
     """Return power per ranking method for one design cell (one row per method).
 
+    All replications are drawn at once (:func:`simulate_replications`, seed
+    :func:`cell_seed`), scored per method and tested (:func:`nonolab.stats.power.spearman_tests`).
     Columns: see :data:`POWER_COLUMNS`; ``power`` is the share of replications with p < alpha
     (a replication whose test is undefined counts as not significant), ``power_mc_se`` its
     Monte Carlo standard error, ``mean_rho_hat``/``sd_rho_hat`` the estimated rho's mean and SD.
@@ -117,19 +138,15 @@ def power_cell(
     rng = np.random.default_rng(
         cell_seed(seed, design.n_puzzles, design.n_participants, design.rho_true)
     )
-    res: dict[str, list[tuple[float, float]]] = {m: [] for m in methods}
-    for _ in range(replications):
-        z, queues, ratings = simulate_ratings(design, params, rng, missing)
-        for m in methods:
-            if m == "bt":
-                score = bt_scores(queues, ratings, design.n_puzzles, bt_ridge)
-            else:
-                score = mean_scores(queues, ratings, design.n_puzzles)
-            res[m].append(spearman_test(z, score))
+    z, queues, ratings = simulate_replications(design, params, rng, replications, missing)
     rows = []
     for m in methods:
-        arr = np.array(res[m], dtype=float).reshape(-1, 2)
-        sig = np.nan_to_num(arr[:, 1], nan=1.0) < alpha
+        if m == "bt":
+            score = bt_scores_batch(queues, ratings, design.n_puzzles, bt_ridge)
+        else:
+            score = mean_scores_batch(queues, ratings, design.n_puzzles)
+        rho, p = spearman_tests(z, score)
+        sig = np.nan_to_num(p, nan=1.0) < alpha
         power = float(sig.mean()) if len(sig) else float("nan")
         rows.append(
             {
@@ -141,8 +158,8 @@ def power_cell(
                 "alpha": alpha,
                 "power": power,
                 "power_mc_se": math.sqrt(power * (1 - power) / max(len(sig), 1)),
-                "mean_rho_hat": float(np.nanmean(arr[:, 0])) if len(arr) else float("nan"),
-                "sd_rho_hat": float(np.nanstd(arr[:, 0])) if len(arr) else float("nan"),
+                "mean_rho_hat": float(np.nanmean(rho)) if len(rho) else float("nan"),
+                "sd_rho_hat": float(np.nanstd(rho)) if len(rho) else float("nan"),
                 "seed": seed,
             }
         )

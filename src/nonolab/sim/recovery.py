@@ -10,9 +10,10 @@
 
 from __future__ import annotations
 
+import inspect
 import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 from scipy import stats
+from sklearn.mixture import GaussianMixture
+from threadpoolctl import threadpool_limits
 
 from nonolab.sim.events import SimStudy, simulate_study
 from nonolab.sim.model import SimParams
@@ -29,8 +32,8 @@ from nonolab.stats.lmm import reml_fit_arrays
 from nonolab.stats.pauses import (
     PUBLISHED_EM_TOL,
     em_tolerance,
+    equal_posterior_crossing,
     fit_pause_model,
-    threshold_used,
 )
 from nonolab.stats.ranking import fit_log_strengths, pairwise_comparisons
 from nonolab.study.features import attempt_features, interaction_gaps
@@ -98,14 +101,52 @@ def _t_interval(est: float, se: float, df: float, truth: float) -> dict[str, Any
     }
 
 
+def pause_crossing_s(gaps_s: np.ndarray, tol: float, max_iter: int | None = None) -> float:
+    """Return the pause threshold (seconds) of :func:`nonolab.stats.pauses.fit_pause_model` with
+    its default settings but EM tolerance ``tol`` and at most ``max_iter`` iterations (None =
+    its default).
+
+    The threshold is the crossing of the two slowest components of the largest mixture, whose
+    fit does not depend on the smaller mixtures ``fit_pause_model`` also fits (for their BIC):
+    only that mixture is fitted here, the same scikit-learn call (same settings, same random
+    state), so the value is the same (``tests/sim/test_recovery.py``) at a third of the cost.
+    Raises ``ValueError`` when the two densities do not cross between their means.
+    """
+    defaults = {
+        k: v.default
+        for k, v in inspect.signature(fit_pause_model).parameters.items()
+        if v.default is not inspect.Parameter.empty
+    }
+    k = int(defaults["max_components"])
+    g = np.asarray(gaps_s, dtype=float)
+    x = np.log(g[g > 0]).reshape(-1, 1)
+    if len(x) < 10 * k:
+        raise ValueError(f"only {len(x)} positive gaps: too few for a {k}-mixture")
+    gm = GaussianMixture(
+        k,
+        covariance_type="full",
+        n_init=int(defaults["n_init"]),
+        random_state=int(defaults["seed"]),
+        tol=tol,
+        max_iter=int(defaults["max_iter"] if max_iter is None else max_iter),
+    ).fit(x)
+    order = np.argsort(gm.means_.ravel())
+    mu = gm.means_.ravel()[order]
+    sd = np.sqrt(gm.covariances_.ravel()[order])
+    w = gm.weights_[order]
+    return float(np.exp(equal_posterior_crossing(mu, sd, w, k - 2, k - 1)))
+
+
 def recover_study(study_dir: str | Path, truth: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """Return what the pipeline recovers from a simulated study, next to the truth.
 
     Runs the library functions of the pipeline's rules with their default settings, in order:
     ``ingest`` (:func:`nonolab.study.ingest.ingest_study`, ``default`` preset); ``pauses``
-    (:func:`nonolab.study.features.interaction_gaps`, :func:`nonolab.stats.pauses.fit_pause_model`
-    with :func:`~nonolab.stats.pauses.em_tolerance` ``auto`` and
-    :func:`~nonolab.stats.pauses.threshold_used` ``auto``: ``threshold_est_s``, seconds; plus
+    (:func:`nonolab.study.features.interaction_gaps`; the threshold
+    :func:`nonolab.stats.pauses.fit_pause_model` gives with
+    :func:`~nonolab.stats.pauses.em_tolerance` ``auto``, computed by :func:`pause_crossing_s`;
+    the ``default`` preset fixes no threshold, so :func:`~nonolab.stats.pauses.threshold_used`
+    ``auto`` is this fitted one: ``threshold_est_s``, seconds; plus
     ``threshold_published_em_s`` with the published fit's scikit-learn defaults, ``tol`` 1e-3
     and 100 iterations); ``features`` (:func:`nonolab.study.features.attempt_features` at the
     threshold used); ``ranking`` (:func:`ranking_recovery` on the attempts' final ratings:
@@ -122,9 +163,10 @@ def recover_study(study_dir: str | Path, truth: Mapping[str, Any] | None = None)
     published = preset.get("published", {})
     tables = ingest_study(study_dir, preset).tables
     gaps = interaction_gaps(tables["events"])["gap_s"].to_numpy()
-    pm = fit_pause_model(gaps, tol=em_tolerance("auto", published.get("pause_em_tol")))
-    used_s, _ = threshold_used(pm, "auto", published.get("pause_threshold_s"))
-    attempts = attempt_features(tables, used_s)
+    if published.get("pause_threshold_s") is not None:
+        raise ValueError("recovery needs the fitted threshold: the preset fixes a published one")
+    thr_est = pause_crossing_s(gaps, em_tolerance("auto", published.get("pause_em_tol")))
+    attempts = attempt_features(tables, thr_est)
     ratings = attempts[["participant_id", "puzzle_hash", "final_difficulty"]]
     ratings = ratings.dropna(subset=["final_difficulty"])
     true_z = pd.DataFrame(truth["puzzles"])[["puzzle_hash", "metric_z"]]
@@ -132,12 +174,12 @@ def recover_study(study_dir: str | Path, truth: Mapping[str, Any] | None = None)
     fit = mixed_models.fit_crossed(data, "final_difficulty ~ metric_z")
     df = float(mixed_models.satterthwaite_df(fit, "metric_z"))
     thr_true = float(truth["pause_threshold_s"])
-    thr_pub = fit_pause_model(gaps, tol=PUBLISHED_EM_TOL, max_iter=100).threshold_s
+    thr_pub = pause_crossing_s(gaps, PUBLISHED_EM_TOL, 100)
     return {
         "n_gaps": int(len(gaps)),
         "threshold_true_s": thr_true,
-        "threshold_est_s": float(pm.threshold_s),
-        "threshold_rel_error": float(pm.threshold_s / thr_true - 1),
+        "threshold_est_s": thr_est,
+        "threshold_rel_error": float(thr_est / thr_true - 1),
         "threshold_published_em_s": float(thr_pub),
         "threshold_published_em_rel_error": float(thr_pub / thr_true - 1),
         **ranking_recovery(ratings, truth["puzzles"]),
@@ -198,14 +240,15 @@ def slope_replications(
     """Return one :data:`SLOPE_COLUMNS` row per simulated study (replications ``start..``).
 
     Each replication draws a whole study (:func:`simulate_study`, seed
-    :func:`replication_seed`: new puzzles, participants and ratings) and fits the slope with
-    :func:`slope_fit` on :func:`truth_ratings`; the truth is ``slope_final_rating``.
+    :func:`replication_seed`: new puzzles, participants and ratings; without logs, which give
+    the same truth) and fits the slope with :func:`slope_fit` on :func:`truth_ratings`; the
+    truth is ``slope_final_rating``.
     """
     params = params or SimParams()
     rows = []
     for i in range(start, start + replications):
         s = replication_seed(seed, i)
-        study = simulate_study(params, s)
+        study = simulate_study(params, s, logs=False)
         ratings = truth_ratings(study)
         est, se, df, n = slope_fit(ratings, params.n_puzzles)
         rows.append(
@@ -249,6 +292,52 @@ def slope_summary(table: pd.DataFrame, alpha: float = 0.05) -> dict[str, Any]:
     }
 
 
+#: replications per task when :func:`recovery_benchmark` runs in several processes
+TASK_REPLICATIONS = 2
+
+
+def _slope_task(task: tuple[int, int, SimParams, int]) -> pd.DataFrame:
+    """Return :func:`slope_replications` of ``(replications, seed, params, start)``."""
+    count, seed, params, start = task
+    return slope_replications(count, seed, params, start)
+
+
+def _alongside(
+    first: Callable[[], Any], tasks: list[tuple[int, int, SimParams, int]], jobs: int
+) -> tuple[Any, list[pd.DataFrame]]:
+    """Return ``(first(), [_slope_task(t) for t in tasks])``.
+
+    With ``jobs`` > 1, ``jobs - 1`` forked worker processes (:class:`nonolab.core.workers.
+    Workers`) take tasks while this process runs ``first`` (which may start processes of its
+    own: the ingest's) and then takes tasks too. Every task has its own seeds, so the results
+    do not depend on ``jobs``.
+    """
+    if jobs <= 1 or not tasks:
+        return first(), [_slope_task(t) for t in tasks]
+    from nonolab.core.workers import Workers
+
+    done: dict[int, pd.DataFrame] = {}
+    todo = list(enumerate(tasks))[::-1]  # popped from the end: in order
+    with Workers(min(jobs - 1, len(tasks)), _slope_task, start_method="fork") as pool:
+
+        def feed() -> None:
+            while (res := pool.next_result(timeout=0)) is not None:
+                done[int(res[0])] = res[1]
+            while pool.idle and todo:
+                pool.submit(*todo.pop())
+
+        feed()
+        value = first()
+        while todo:
+            feed()
+            if todo:
+                i, task = todo.pop()
+                done[i] = _slope_task(task)
+        while (res := pool.next_result()) is not None:
+            done[int(res[0])] = res[1]
+    return value, [done[i] for i in range(len(tasks))]
+
+
 def recovery_benchmark(
     seed: int,
     workdir: str | Path,
@@ -258,6 +347,7 @@ def recovery_benchmark(
     pipeline_studies: int = 3,
     pipeline_puzzles: int = 6,
     log: Any = None,
+    jobs: int = 1,
 ) -> dict[str, Any]:
     """Return the parameter-recovery record (``results/bench/recovery.json``).
 
@@ -269,24 +359,39 @@ def recovery_benchmark(
     * ``null``: the same with metric strength 0 (false-positive rate; target near 0.05).
 
     ``criteria`` holds the targets and whether they were met. ``log``: optional callable for
-    progress messages.
+    progress messages. ``jobs``: processes to use (the replications run in ``jobs - 1`` worker
+    processes beside the pipeline studies); the record does not depend on it, nor on the
+    number of BLAS or OpenMP threads (limited to one while it runs).
     """
     say = log or (lambda *_: None)
-    pipe_rows = []
-    for i in range(pipeline_studies):
-        s = replication_seed(seed, 10_000 + i)
-        params = SimParams(n_participants=n_participants, n_puzzles=pipeline_puzzles)
-        study = simulate_study(params, s)
-        out = Path(workdir) / f"pipeline_{i}"
-        write_study(study, out)
-        rec = {"study": i, "seed": s, **recover_study(out, study.truth)}
-        say(f"pipeline study {i}: {rec}")
-        pipe_rows.append(rec)
-    pipe = pd.DataFrame(pipe_rows)
     base = SimParams(n_participants=n_participants, n_puzzles=n_puzzles)
-    slope = slope_replications(replications, seed, base)
+    tasks = [
+        (min(TASK_REPLICATIONS, replications - start), s, params, start)
+        for s, params in ((seed, base), (seed + 1, replace(base, metric_strength=0.0)))
+        for start in range(0, replications, TASK_REPLICATIONS)
+    ]
+
+    def pipeline() -> pd.DataFrame:
+        rows = []
+        for i in range(pipeline_studies):
+            s = replication_seed(seed, 10_000 + i)
+            params = SimParams(n_participants=n_participants, n_puzzles=pipeline_puzzles)
+            study = simulate_study(params, s)
+            out = Path(workdir) / f"pipeline_{i}"
+            write_study(study, out)
+            rec = {"study": i, "seed": s, **recover_study(out, study.truth)}
+            say(f"pipeline study {i}: {rec}")
+            rows.append(rec)
+        return pd.DataFrame(rows)
+
+    # one BLAS / OpenMP thread: the mixture fits' last digits depend on the thread count
+    with threadpool_limits(limits=1):
+        pipe, parts = _alongside(pipeline, tasks, jobs)
+    half = len(tasks) // 2
+    empty = pd.DataFrame(columns=SLOPE_COLUMNS)
+    slope = pd.concat(parts[:half], ignore_index=True) if half else empty
+    null = pd.concat(parts[half:], ignore_index=True) if half else empty
     say(f"slope replications: {slope_summary(slope)}")
-    null = slope_replications(replications, seed + 1, replace(base, metric_strength=0.0))
     say(f"null replications: {slope_summary(null)}")
     s_sum, n_sum = slope_summary(slope), slope_summary(null)
     fpr_hi = 0.05 + 2 * math.sqrt(0.05 * 0.95 / max(replications, 1))
