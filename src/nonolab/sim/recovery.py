@@ -10,7 +10,6 @@
 
 from __future__ import annotations
 
-import inspect
 import json
 import math
 from collections.abc import Callable, Mapping, Sequence
@@ -21,7 +20,6 @@ from typing import Any
 import numpy as np
 import pandas as pd
 from scipy import stats
-from sklearn.mixture import GaussianMixture
 from threadpoolctl import threadpool_limits
 
 from nonolab.sim.events import SimStudy, simulate_study
@@ -32,8 +30,7 @@ from nonolab.stats.lmm import reml_fit_arrays
 from nonolab.stats.pauses import (
     PUBLISHED_EM_TOL,
     em_tolerance,
-    equal_posterior_crossing,
-    fit_pause_model,
+    largest_mixture_crossing_s,
 )
 from nonolab.stats.ranking import fit_log_strengths, pairwise_comparisons
 from nonolab.study.features import attempt_features, interaction_gaps
@@ -104,37 +101,11 @@ def _t_interval(est: float, se: float, df: float, truth: float) -> dict[str, Any
 def pause_crossing_s(gaps_s: np.ndarray, tol: float, max_iter: int | None = None) -> float:
     """Return the pause threshold (seconds) of :func:`nonolab.stats.pauses.fit_pause_model` with
     its default settings but EM tolerance ``tol`` and at most ``max_iter`` iterations (None =
-    its default).
-
-    The threshold is the crossing of the two slowest components of the largest mixture, whose
-    fit does not depend on the smaller mixtures ``fit_pause_model`` also fits (for their BIC):
-    only that mixture is fitted here, the same scikit-learn call (same settings, same random
-    state), so the value is the same (``tests/sim/test_recovery.py``) at a third of the cost.
-    Raises ``ValueError`` when the two densities do not cross between their means.
-    """
-    defaults = {
-        k: v.default
-        for k, v in inspect.signature(fit_pause_model).parameters.items()
-        if v.default is not inspect.Parameter.empty
-    }
-    k = int(defaults["max_components"])
-    g = np.asarray(gaps_s, dtype=float)
-    x = np.log(g[g > 0]).reshape(-1, 1)
-    if len(x) < 10 * k:
-        raise ValueError(f"only {len(x)} positive gaps: too few for a {k}-mixture")
-    gm = GaussianMixture(
-        k,
-        covariance_type="full",
-        n_init=int(defaults["n_init"]),
-        random_state=int(defaults["seed"]),
-        tol=tol,
-        max_iter=int(defaults["max_iter"] if max_iter is None else max_iter),
-    ).fit(x)
-    order = np.argsort(gm.means_.ravel())
-    mu = gm.means_.ravel()[order]
-    sd = np.sqrt(gm.covariances_.ravel()[order])
-    w = gm.weights_[order]
-    return float(np.exp(equal_posterior_crossing(mu, sd, w, k - 2, k - 1)))
+    its default), fitting only the largest mixture
+    (:func:`nonolab.stats.pauses.largest_mixture_crossing_s`; the same value,
+    ``tests/sim/test_recovery.py``). Raises ``ValueError`` when the densities do not cross."""
+    kw = {"tol": tol} if max_iter is None else {"tol": tol, "max_iter": max_iter}
+    return largest_mixture_crossing_s(gaps_s, **kw)
 
 
 def recover_study(study_dir: str | Path, truth: Mapping[str, Any] | None = None) -> dict[str, Any]:

@@ -410,6 +410,23 @@ def fit_pause_model(
     return _fit_models(_Gaps(gaps_s, max_components), max_components, n_init, seed, tol, max_iter)
 
 
+def largest_mixture_crossing_s(
+    gaps_s: Sequence[float] | np.ndarray,
+    max_components: int = 3,
+    n_init: int = 10,
+    seed: int = 42,
+    tol: float = CONVERGED_EM_TOL,
+    max_iter: int = 2000,
+) -> float:
+    """Return the pause threshold (seconds) of :func:`fit_pause_model` with the same arguments,
+    fitting only the ``max_components`` mixture whose crossing it is (the smaller mixtures give
+    only BICs). Raises ``ValueError`` when the two slowest densities do not cross."""
+    m, *_ = _fit_one(
+        _Gaps(gaps_s, max_components), max_components, n_init, seed, tol, max_iter, None
+    )
+    return float(np.exp(_crossing_log(m)))
+
+
 def fit_converged_pause_model(
     gaps_s: Sequence[float] | np.ndarray,
     max_components: int = 3,
