@@ -39,6 +39,7 @@ from hypothesis import strategies as st
 
 from nonolab.measure.tables import metrics_and_timings, puzzles_from_table
 from nonolab.sat.puzzles import load_study_puzzles
+from nonolab.sim.design import StudyDesign, reshape_study
 from nonolab.sim.events import simulate_study
 from nonolab.sim.model import SimParams
 from nonolab.sim.writer import CODED_FILE, LOG_DIR, write_study
@@ -159,93 +160,6 @@ def designs(draw: st.DrawFn, max_participants: int = 500, max_side: int = 20) ->
 # writing a design
 
 
-def _slots(events: list[dict]) -> tuple[list[dict], list[list[dict]], list[dict]]:
-    """Split a simulated session into (head, slots, tail): head up to the pre-survey, one list
-    per puzzle slot (its events, survey and skip / advance / end markers), tail the post-survey
-    and session end."""
-    head, slots, tail = [], [], []
-    i = 0
-    while i < len(events):
-        head.append(events[i])
-        i += 1
-        if events[i - 1].get("survey_type") == "pre":
-            break
-    markers = {"skip_puzzle", "puzzle_advanced", "ended_without_full_completion"}
-    current: list[dict] = []
-    rated = False  # the current slot's survey has been seen
-    while i < len(events):
-        e = events[i]
-        if e.get("survey_type") == "post" or e["type"] == "session_end":
-            break
-        if rated and e["type"] not in markers:
-            slots.append(current)
-            current, rated = [], False
-        current.append(e)
-        rated = rated or e["type"] == "survey_submit"
-        i += 1
-    if current:
-        slots.append(current)
-    tail = events[i:]
-    return head, slots, tail
-
-
-def _reshape(lines: list[str], d: Design, rng: np.random.Generator, unrated: str) -> list[str]:
-    """Return one participant's log lines reshaped as ``d`` says (see :class:`Design`)."""
-    events = [json.loads(x) for x in lines]
-    head, slots, tail = _slots(events)
-    assert len(slots) == 3, [e["type"] for e in events]
-    k = d.per_session
-    start = next(e for e in head if e["type"] == "session_start_three")
-    queue = [str(q) for q in start["queue"]][:k]
-    start["queue"] = start["queue"][:k]
-    slots = slots[:k]
-    if k < 3:  # the session ends after its last puzzle, with the platform's completion marker
-        last = slots[-1]
-        while last and last[-1]["type"] == "puzzle_advanced":
-            last.pop()
-        skipped = [any(e["type"] == "skip_puzzle" for e in slot) for slot in slots]
-        end = {"type": "completed_all_three"}
-        if any(skipped):
-            end = {
-                "type": "ended_without_full_completion",
-                "solved_flags": [not x for x in skipped],
-                "skipped_flags": skipped,
-            }
-        last.append(end | {"t": last[-1]["t"]})
-    for e in head:
-        if e.get("survey_type") == "pre" and d.surveys == "empty_pre":
-            e["answers"] = {}
-    if d.surveys == "none":  # no pre- or post-survey: every session is ledgered out
-        head = [e for e in head if e.get("survey_type") != "pre"]
-    for j, slot in enumerate(slots):
-        for e in slot:
-            if e["type"] == "survey_submit":
-                ans = e["answers"]
-                if d.tied and "difficulty" in ans:
-                    ans["difficulty"] = 3
-                if rng.random() < d.missing or queue[j] == unrated:
-                    ans.pop("difficulty", None)
-    kept_tail = []
-    for e in tail:
-        if e.get("survey_type") == "post":
-            if d.surveys in ("no_post", "none"):
-                continue
-            ans = e["answers"]
-            for j in range(3):
-                key = f"puzzle_{j + 1}_rate_again"
-                if j >= k:
-                    for suffix in ("rate_again", "guesses", "rating_reason"):
-                        ans.pop(f"puzzle_{j + 1}_{suffix}", None)
-                    continue
-                if key in ans and d.tied:
-                    ans[key] = 3
-                if rng.random() < d.missing or queue[j] == unrated:
-                    ans.pop(key, None)
-        kept_tail.append(e)
-    out = head + [e for slot in slots for e in slot] + kept_tail
-    return [json.dumps(e) for e in out]
-
-
 def write_design(d: Design, folder: Path) -> tuple[Path, Preset]:
     """Simulate and write design ``d`` under ``folder``; return the study folder and preset."""
     params = SimParams(
@@ -256,15 +170,22 @@ def write_design(d: Design, folder: Path) -> tuple[Path, Preset]:
         filled=max(1, round(0.55 * d.height * d.width)),
     )
     study = simulate_study(params, d.seed)
-    rng = np.random.default_rng(d.seed)
-    unrated = "0" if d.unrated else ""
-    logs = {}
-    for pid, lines in study.logs.items():
-        queue = json.loads(lines[0])["queue"]
-        if d.served is not None and any(q >= d.served for q in queue[: d.per_session]):
-            continue
-        logs[pid] = _reshape(lines, d, rng, unrated)
+    logs = {
+        pid: lines
+        for pid, lines in study.logs.items()
+        if d.served is None
+        or all(q < d.served for q in json.loads(lines[0])["queue"][: d.per_session])
+    }
+    shape = StudyDesign(
+        per_session=d.per_session,
+        missing=d.missing,
+        surveys=d.surveys,
+        unrated="0" if d.unrated else None,
+        tied=d.tied,
+    )
     study = replace(study, logs=logs)
+    if shape.reshapes:
+        study = reshape_study(study, shape, d.seed)
     study_dir = folder / "study"
     write_study(study, study_dir)
     coded = study_dir / CODED_FILE

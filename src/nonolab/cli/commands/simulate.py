@@ -8,6 +8,7 @@ from pathlib import Path
 
 from nonolab.cli.options import non_negative_int, positive_int
 from nonolab.core.progress import Progress
+from nonolab.sim.design import SURVEYS, StudyDesign, design_preset, reshape_study
 from nonolab.sim.events import simulate_study
 from nonolab.sim.model import FAULTS, METRICS, SimParams, params_from_mapping
 from nonolab.sim.writer import write_study
@@ -49,6 +50,9 @@ def _run(args: argparse.Namespace) -> int:
     if args.strength is not None:
         overrides["metric_strength"] = args.strength
     params = params_from_mapping(SimParams(), overrides)
+    design = StudyDesign(
+        per_session=args.per_session, missing=args.missing_ratings, surveys=args.surveys
+    )
     out = Path(args.out)
     if out.exists() and not out.is_dir():
         raise ValueError(f"{out} exists and is not a folder")
@@ -60,14 +64,20 @@ def _run(args: argparse.Namespace) -> int:
     with Progress(params.n_participants, "simulate") as bar:
         bar.set_note("drawing puzzles")
         study = simulate_study(params, args.seed, progress=lambda: bar.update(note=""))
+        study = reshape_study(study, design, args.seed)
         bar.set_note("writing files")
         files = write_study(study, out)
+    if design.per_session < 3:
+        (out / "preset.yaml").write_text(design_preset(design), encoding="utf-8")
+        files.append(out / "preset.yaml")
     truth = study.truth
     print(
         f"wrote {len(files)} files to {args.out}: {params.n_participants} participants, "
         f"{params.n_puzzles} puzzles; true pause threshold {truth['pause_threshold_s']:.4f} s, "
         f"true final-rating slope {truth['slope_final_rating']:.4f}"
     )
+    if design.per_session < 3:
+        print(f"run it with the preset {out / 'preset.yaml'} (config preset=...)")
     return 0
 
 
@@ -105,4 +115,23 @@ def register(sub: argparse._SubParsersAction) -> None:
         f"({', '.join(FAULTS)}); listed in ground_truth.json",
     )
     p.add_argument("--params", help="JSON file of further SimParams overrides")
+    p.add_argument(
+        "--per-session",
+        type=positive_int,
+        default=3,
+        help="puzzles each session serves, 1-3 (default 3); below 3 the study gets a "
+        "preset.yaml to pass as the workflow's preset",
+    )
+    p.add_argument(
+        "--missing-ratings",
+        type=float,
+        default=0.0,
+        help="probability that each initial and each final rating is left out (default 0)",
+    )
+    p.add_argument(
+        "--surveys",
+        choices=SURVEYS,
+        default="all",
+        help="all surveys answered (default), no post-survey, an empty pre-survey, or neither",
+    )
     p.set_defaults(func=_run)
