@@ -19,7 +19,7 @@ log.info("%d within-puzzle gaps (%d zero-length)", len(gaps), int((gaps["gap_s"]
 rec = pause_threshold(gaps["gap_s"].to_numpy(), **p.fit, log=log.info)
 rec["provenance"] = provenance(
     list(snakemake.input),
-    params={k: p.fit[k] for k in ("threshold", "components", "n_init", "converged")}
+    params={k: p.fit[k] for k in ("threshold", "components", "n_init", "converged", "max_fit_gaps")}
     | {"em_tol": rec["em_tol"]},
     seeds={"random_state": p.fit["random_state"]},
 )

@@ -39,6 +39,7 @@ rule pauses:
             em_tol=config["pauses"]["em_tol"],
             preset_em_tol=PAUSES_PRESET_EM_TOL,
             converged=config["pauses"]["converged"],
+            max_fit_gaps=config["pauses"].get("max_fit_gaps"),
         ),
     script:
         "../../scripts/pauses.py"

@@ -620,10 +620,17 @@ def pause_threshold(
     em_tol: str | float = "auto",
     preset_em_tol: float | None = None,
     converged: dict | None = None,
+    max_fit_gaps: int | None = None,
     log: Callable[[str], None] | None = None,
 ) -> dict:
     """Fit the pause model to ``gaps_s`` (seconds) and return its JSON record
     (:func:`model_record`, ``results/pauses/threshold.json`` without provenance).
+
+    With more than ``max_fit_gaps`` gaps (None: no limit) the mixtures are fitted to a random
+    subsample of that many gaps (drawn with ``random_state``, kept in input order), recorded as
+    ``fit_subsample`` (gaps in all, gaps fitted, seed): EM cost grows with the gaps times
+    thousands of iterations, and a few hundred thousand gaps pin the crossing far below the
+    precision that matters for counting pauses.
 
     Two fits are always made and reported in full (:func:`fit_record`):
     ``published_settings_fit`` (EM tolerance :data:`PUBLISHED_EM_TOL`, stopped early) and
@@ -637,6 +644,7 @@ def pause_threshold(
     """
     opts = dict(converged or {})
     n_checks = int(opts.pop("random_state_checks", 0))
+    gaps_s, subsample = _fit_subsample(np.asarray(gaps_s, dtype=float), max_fit_gaps, random_state)
     data = _Gaps(gaps_s, components)  # one set of k-means starts for every fit below
     tol, max_iter, verify = _converged_settings(opts)
     conv = _fit_models(data, components, n_init, random_state, tol, max_iter, verify)
@@ -675,4 +683,22 @@ def pause_threshold(
     rec = model_record(model, used, source)
     rec["converged_fit"] = fit_record(conv) | {"random_state_check": rs_check}
     rec["published_settings_fit"] = fit_record(published)
+    if subsample is not None:
+        rec["fit_subsample"] = subsample
+        if log is not None:
+            log(f"fitted to a random subsample: {subsample}")
     return rec
+
+
+def _fit_subsample(
+    gaps_s: np.ndarray, max_fit_gaps: int | None, seed: int
+) -> tuple[np.ndarray, dict | None]:
+    """Return ``(gaps to fit, subsample record or None)``: all gaps when there are at most
+    ``max_fit_gaps`` (or no limit), else that many drawn without replacement from ``seed`` and
+    kept in input order, with ``{"n_gaps", "n_fitted", "seed"}``."""
+    if max_fit_gaps is None or len(gaps_s) <= max_fit_gaps:
+        return gaps_s, None
+    if max_fit_gaps < 1:
+        raise ValueError(f"max_fit_gaps must be a positive number of gaps, got {max_fit_gaps}")
+    keep = np.sort(np.random.default_rng(seed).choice(len(gaps_s), max_fit_gaps, replace=False))
+    return gaps_s[keep], {"n_gaps": len(gaps_s), "n_fitted": int(max_fit_gaps), "seed": seed}
