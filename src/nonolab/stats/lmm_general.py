@@ -225,6 +225,84 @@ def _evaluate(
     return float(crit), beta, np.linalg.inv(XtWX), s2
 
 
+def _schur_value_grad(theta: np.ndarray, s: _Stats, reml: bool) -> tuple[float, np.ndarray]:
+    """Return lme4's profiled REML (or ML) deviance at ``theta`` and its exact gradient, in
+    O(levels x q x m^2 + m^3) as :func:`_evaluate`.
+
+    With ``K`` lme4's augmented matrix ``[Lambda~' [Z X y]' [Z X y] Lambda~ + diag(I, 0, 0)]``
+    and ``K1``, ``K0`` its leading blocks without ``y`` and with the random effects only, the
+    REML deviance is ``(1 - r) log|K1| + r log|K| + const`` (``r = n - p``) and the ML deviance
+    ``log|K0| + n (log|K| - log|K1|) + const``. For each, ``d log|K_s| / d Lambda_k[a, b] =
+    2 sum over levels l of F_ll[a, b]`` with ``F = [Z X y]'[Z X y] Lambda~ K_s^-1`` (its
+    random-effect rows and columns), and ``K_s^-1``'s blocks follow from the Schur complement of
+    the eliminated factor's block-diagonal part (``Omega`` of :func:`_evaluate`).
+    """
+    lams = s.lams(theta)
+    m = s.RtR.shape[0]
+    T = np.eye(m)
+    for k, a, b in s.rest:
+        T[a:b, a:b] = np.kron(np.eye(s.terms[k].n_levels), lams[k])
+    Le = lams[s.e]
+    q = Le.shape[0]
+    ZtZL = s.ZtZ @ Le  # levels x q x q
+    A = Le.T @ ZtZL + np.eye(q)
+    ZtRT = s.ZtR @ T  # levels x q x m
+    B = Le.T @ ZtRT
+    chol = np.linalg.cholesky(A)
+    logA = 2.0 * float(np.log(np.diagonal(chol, axis1=1, axis2=2)).sum())
+    Ai = np.linalg.inv(A)
+    C = Ai @ B  # levels x q x m
+    nl = B.shape[0]
+    Omega = T.T @ s.RtR @ T - B.reshape(nl * q, m).T @ C.reshape(nl * q, m)
+    qr, p = s.qr, s.p
+    Omega[:qr, :qr] += np.eye(qr)
+    Omega = (Omega + Omega.T) / 2
+    RtRT = s.RtR @ T
+    dfr = s.n - p if reml else s.n
+    sizes = (qr + p, m) if reml else (qr, qr + p, m)
+    coefs = (1.0 - dfr, float(dfr)) if reml else (1.0, -float(dfr), float(dfr))
+    logdets, grad = [], np.zeros(len(theta))
+    for ms, w in zip(sizes, coefs, strict=True):
+        if ms == 0:
+            Fe = (ZtZL @ Ai).sum(axis=0)
+            logdets.append(logA)
+            Ge = 2.0 * Fe
+            for v, (i, j) in enumerate(s.terms[s.e].spec.entries()):
+                grad[s.offsets[s.e] + v] += w * Ge[i, j]
+            continue
+        Lo = np.linalg.cholesky(Omega[:ms, :ms])
+        logdets.append(logA + 2.0 * float(np.log(np.diag(Lo)).sum()))
+        Oi = np.linalg.inv(Omega[:ms, :ms])
+        Cs = C[:, :, :ms]
+        CO = Cs @ Oi  # levels x q x ms
+        # eliminated factor: F_ll = ZtZ_l Le (Ai_l + C_l Oi C_l') - (ZtR_l T) Oi C_l'
+        Fe = (ZtZL @ (Ai + CO @ Cs.transpose(0, 2, 1))).sum(axis=0)
+        Fe -= (ZtRT[:, :, :ms] @ CO.transpose(0, 2, 1)).sum(axis=0)
+        Ge = 2.0 * Fe
+        for v, (i, j) in enumerate(s.terms[s.e].spec.entries()):
+            grad[s.offsets[s.e] + v] += w * Ge[i, j]
+        # other factors: F_JJ = -sum_l ZtR_l[:, J]' Le C_l Oi[:, J] + (R'R T)[J, :ms] Oi[:, J]
+        F = RtRT[:qr, :ms] @ Oi[:, :qr]  # qr x qr
+        F -= s.ZtR[:, :, :qr].reshape(nl * q, qr).T @ (Le @ CO[:, :, :qr]).reshape(nl * q, qr)
+        for k, a, b in s.rest:
+            t = s.terms[k]
+            blocks = F[a:b, a:b].reshape(t.n_levels, t.q, t.n_levels, t.q)
+            Gk = 2.0 * np.diagonal(blocks, axis1=0, axis2=2).sum(axis=-1)
+            for v, (i, j) in enumerate(t.spec.entries()):
+                grad[s.offsets[k] + v] += w * Gk[i, j]
+    if reml:
+        ld1, ld2 = logdets
+        rss = float(np.exp(ld2 - ld1))
+        crit = ld1 + dfr * (1.0 + np.log(2.0 * np.pi * rss / dfr))
+    else:
+        ld0, ld1, ld2 = logdets
+        rss = float(np.exp(ld2 - ld1))
+        crit = ld0 + dfr * (1.0 + np.log(2.0 * np.pi * rss / dfr))
+    if not rss > 0:
+        raise FloatingPointError("non-positive residual sum of squares")
+    return float(crit), grad
+
+
 @dataclass(frozen=True)
 class GeneralFit:
     """One fit of :func:`fit_general`.
@@ -593,11 +671,11 @@ def _fit_arrays(
     lower = np.concatenate([[0.0 if i == j else -np.inf for i, j in t.entries()] for t in terms])
     bounds = [(lo if np.isfinite(lo) else None, None) for lo in lower]
 
-    def f(th: np.ndarray) -> float:
+    def f(th: np.ndarray) -> tuple[float, np.ndarray]:
         try:
-            return _evaluate(th, s, reml)[0]
+            return _schur_value_grad(th, s, reml)
         except (np.linalg.LinAlgError, FloatingPointError):
-            return np.inf
+            return np.inf, np.zeros_like(th)
 
     opts = {"ftol": 1e-15 if start is None else 1e-11, "gtol": 1e-10 if start is None else 1e-7}
     opts |= {"maxiter": 5000, "maxfun": 50000}
@@ -605,9 +683,11 @@ def _fit_arrays(
     starts = [np.maximum(start, lower)] if start is not None else _starts(terms)
     with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
         for x0 in starts:
-            res = minimize(f, x0, method="L-BFGS-B", bounds=bounds, options=opts)
+            res = minimize(f, x0, jac=True, method="L-BFGS-B", bounds=bounds, options=opts)
             if res.fun < best_f - 1e-12:
                 best_x, best_f, ok = np.asarray(res.x, dtype=float), float(res.fun), res.status != 1
+            if best_x is not None and ok and not ((lower == 0) & (best_x < 1e-3)).any():
+                break  # an interior optimum with an exact gradient: the other starts match it
         if best_x is None:
             raise FloatingPointError("fit_general: deviance not finite at any start")
         # Restart from the best point with every zero diagonal pushed off the boundary (zero
@@ -616,7 +696,7 @@ def _fit_arrays(
         if zero.any():
             x0 = best_x.copy()
             x0[zero] = 0.1
-            res = minimize(f, x0, method="L-BFGS-B", bounds=bounds, options=opts)
+            res = minimize(f, x0, jac=True, method="L-BFGS-B", bounds=bounds, options=opts)
             if res.fun < best_f - 1e-12:
                 best_x, best_f = np.asarray(res.x, dtype=float), float(res.fun)
                 ok = res.status != 1
