@@ -44,6 +44,7 @@ __all__ = [
     "TTest",
     "fit_general",
     "refit",
+    "refit_llf_batch",
     "simulate_general",
 ]
 
@@ -226,81 +227,96 @@ def _evaluate(
 
 
 def _schur_value_grad(theta: np.ndarray, s: _Stats, reml: bool) -> tuple[float, np.ndarray]:
-    """Return lme4's profiled REML (or ML) deviance at ``theta`` and its exact gradient, in
-    O(levels x q x m^2 + m^3) as :func:`_evaluate`.
+    """Return lme4's profiled REML (or ML) deviance at ``theta`` and its exact gradient
+    (:func:`_batch_value_grad` for one response)."""
+    crit, grad = _batch_value_grad(theta[None, :], s, s.ZtR[None], s.RtR[None], reml)
+    return float(crit[0]), grad[0]
 
-    With ``K`` lme4's augmented matrix ``[Lambda~' [Z X y]' [Z X y] Lambda~ + diag(I, 0, 0)]``
+
+def _batch_value_grad(
+    theta: np.ndarray, s: _Stats, ZtR: np.ndarray, RtR: np.ndarray, reml: bool
+) -> tuple[np.ndarray, np.ndarray]:
+    """Return the profiled REML (or ML) deviances and their exact gradients of ``B`` responses
+    of one design, response ``b`` at ``theta[b]`` with the statistics ``ZtR[b]``, ``RtR[b]``
+    (:class:`_Stats`; ``s`` gives the design). Shapes ``B`` and ``B x len(theta)``;
+    O(B x levels x q x m^2 + B x m^3) as :func:`_evaluate`.
+
+    With ``K`` lme4's augmented matrix ``Lambda~' [Z X y]' [Z X y] Lambda~ + diag(I, 0, 0)``
     and ``K1``, ``K0`` its leading blocks without ``y`` and with the random effects only, the
     REML deviance is ``(1 - r) log|K1| + r log|K| + const`` (``r = n - p``) and the ML deviance
     ``log|K0| + n (log|K| - log|K1|) + const``. For each, ``d log|K_s| / d Lambda_k[a, b] =
     2 sum over levels l of F_ll[a, b]`` with ``F = [Z X y]'[Z X y] Lambda~ K_s^-1`` (its
-    random-effect rows and columns), and ``K_s^-1``'s blocks follow from the Schur complement of
+    random-effect rows and columns); ``K_s^-1``'s blocks follow from the Schur complement of
     the eliminated factor's block-diagonal part (``Omega`` of :func:`_evaluate`).
     """
-    lams = s.lams(theta)
-    m = s.RtR.shape[0]
-    T = np.eye(m)
-    for k, a, b in s.rest:
-        T[a:b, a:b] = np.kron(np.eye(s.terms[k].n_levels), lams[k])
-    Le = lams[s.e]
-    q = Le.shape[0]
-    ZtZL = s.ZtZ @ Le  # levels x q x q
-    A = Le.T @ ZtZL + np.eye(q)
-    ZtRT = s.ZtR @ T  # levels x q x m
-    B = Le.T @ ZtRT
+    nb, m = RtR.shape[0], RtR.shape[1]
+    lams = []
+    for t, a in zip(s.terms, s.offsets, strict=True):
+        L = np.zeros((nb, t.q, t.q))
+        for v, (i, j) in enumerate(t.spec.entries()):
+            L[:, i, j] = theta[:, a + v]
+        lams.append(L)
+    T = np.broadcast_to(np.eye(m), (nb, m, m)).copy()
+    for k, a, _ in s.rest:
+        qk = s.terms[k].q
+        for lv in range(s.terms[k].n_levels):
+            c = a + lv * qk
+            T[:, c : c + qk, c : c + qk] = lams[k]
+    Le = lams[s.e][:, None]  # B x 1 x q x q
+    LeT = Le.transpose(0, 1, 3, 2)
+    q, nl, qr, p = Le.shape[-1], ZtR.shape[1], s.qr, s.p
+    ZtZL = s.ZtZ[None] @ Le  # B x levels x q x q
+    A = LeT @ ZtZL + np.eye(q)
+    ZtRT = ZtR @ T[:, None]  # B x levels x q x m
+    Bm = LeT @ ZtRT
     chol = np.linalg.cholesky(A)
-    logA = 2.0 * float(np.log(np.diagonal(chol, axis1=1, axis2=2)).sum())
+    logA = 2.0 * np.log(np.diagonal(chol, axis1=2, axis2=3)).sum(axis=(1, 2))
     Ai = np.linalg.inv(A)
-    C = Ai @ B  # levels x q x m
-    nl = B.shape[0]
-    Omega = T.T @ s.RtR @ T - B.reshape(nl * q, m).T @ C.reshape(nl * q, m)
-    qr, p = s.qr, s.p
-    Omega[:qr, :qr] += np.eye(qr)
-    Omega = (Omega + Omega.T) / 2
-    RtRT = s.RtR @ T
+    C = Ai @ Bm  # B x levels x q x m
+    RtRT = RtR @ T
+    Omega = T.transpose(0, 2, 1) @ RtRT
+    Omega -= Bm.reshape(nb, nl * q, m).transpose(0, 2, 1) @ C.reshape(nb, nl * q, m)
+    Omega[:, :qr, :qr] += np.eye(qr)
+    Omega = (Omega + Omega.transpose(0, 2, 1)) / 2
     dfr = s.n - p if reml else s.n
     sizes = (qr + p, m) if reml else (qr, qr + p, m)
     coefs = (1.0 - dfr, float(dfr)) if reml else (1.0, -float(dfr), float(dfr))
-    logdets, grad = [], np.zeros(len(theta))
+    logdets, grad = [], np.zeros(theta.shape)
+    te = s.terms[s.e]
     for ms, w in zip(sizes, coefs, strict=True):
         if ms == 0:
-            Fe = (ZtZL @ Ai).sum(axis=0)
             logdets.append(logA)
+            Ge = 2.0 * (ZtZL @ Ai).sum(axis=1)
+        else:
+            Lo = np.linalg.cholesky(Omega[:, :ms, :ms])
+            logdets.append(logA + 2.0 * np.log(np.diagonal(Lo, axis1=1, axis2=2)).sum(axis=1))
+            Oi = np.linalg.inv(Omega[:, :ms, :ms])
+            Cs = C[..., :ms]
+            CO = Cs @ Oi[:, None]  # B x levels x q x ms
+            # eliminated factor: F_ll = ZtZ_l Le (Ai_l + C_l Oi C_l') - (ZtR_l T) Oi C_l'
+            Fe = (ZtZL @ (Ai + CO @ Cs.transpose(0, 1, 3, 2))).sum(axis=1)
+            Fe -= (ZtRT[..., :ms] @ CO.transpose(0, 1, 3, 2)).sum(axis=1)
             Ge = 2.0 * Fe
-            for v, (i, j) in enumerate(s.terms[s.e].spec.entries()):
-                grad[s.offsets[s.e] + v] += w * Ge[i, j]
-            continue
-        Lo = np.linalg.cholesky(Omega[:ms, :ms])
-        logdets.append(logA + 2.0 * float(np.log(np.diag(Lo)).sum()))
-        Oi = np.linalg.inv(Omega[:ms, :ms])
-        Cs = C[:, :, :ms]
-        CO = Cs @ Oi  # levels x q x ms
-        # eliminated factor: F_ll = ZtZ_l Le (Ai_l + C_l Oi C_l') - (ZtR_l T) Oi C_l'
-        Fe = (ZtZL @ (Ai + CO @ Cs.transpose(0, 2, 1))).sum(axis=0)
-        Fe -= (ZtRT[:, :, :ms] @ CO.transpose(0, 2, 1)).sum(axis=0)
-        Ge = 2.0 * Fe
-        for v, (i, j) in enumerate(s.terms[s.e].spec.entries()):
-            grad[s.offsets[s.e] + v] += w * Ge[i, j]
-        # other factors: F_JJ = -sum_l ZtR_l[:, J]' Le C_l Oi[:, J] + (R'R T)[J, :ms] Oi[:, J]
-        F = RtRT[:qr, :ms] @ Oi[:, :qr]  # qr x qr
-        F -= s.ZtR[:, :, :qr].reshape(nl * q, qr).T @ (Le @ CO[:, :, :qr]).reshape(nl * q, qr)
-        for k, a, b in s.rest:
-            t = s.terms[k]
-            blocks = F[a:b, a:b].reshape(t.n_levels, t.q, t.n_levels, t.q)
-            Gk = 2.0 * np.diagonal(blocks, axis1=0, axis2=2).sum(axis=-1)
-            for v, (i, j) in enumerate(t.spec.entries()):
-                grad[s.offsets[k] + v] += w * Gk[i, j]
-    if reml:
-        ld1, ld2 = logdets
-        rss = float(np.exp(ld2 - ld1))
-        crit = ld1 + dfr * (1.0 + np.log(2.0 * np.pi * rss / dfr))
-    else:
-        ld0, ld1, ld2 = logdets
-        rss = float(np.exp(ld2 - ld1))
-        crit = ld0 + dfr * (1.0 + np.log(2.0 * np.pi * rss / dfr))
-    if not rss > 0:
+            if qr:
+                # other factors: F = (R'R T)[:qr, :ms] Oi[:, :qr] - sum_l ZtR_l' Le C_l Oi
+                F = RtRT[:, :qr, :ms] @ Oi[:, :, :qr]
+                F -= ZtR[..., :qr].reshape(nb, nl * q, qr).transpose(0, 2, 1) @ (
+                    (Le @ CO[..., :qr]).reshape(nb, nl * q, qr)
+                )
+                for k, a, b in s.rest:
+                    t = s.terms[k]
+                    blocks = F[:, a:b, a:b].reshape(nb, t.n_levels, t.q, t.n_levels, t.q)
+                    Gk = 2.0 * np.diagonal(blocks, axis1=1, axis2=3).sum(axis=-1)
+                    for v, (i, j) in enumerate(t.spec.entries()):
+                        grad[:, s.offsets[k] + v] += w * Gk[:, i, j]
+        for v, (i, j) in enumerate(te.spec.entries()):
+            grad[:, s.offsets[s.e] + v] += w * Ge[:, i, j]
+    ld_x, ld = logdets[-2], logdets[-1]
+    rss = np.exp(ld - ld_x)
+    crit = (ld_x if reml else logdets[0]) + dfr * (1.0 + np.log(2.0 * np.pi * rss / dfr))
+    if not np.all(rss > 0):
         raise FloatingPointError("non-positive residual sum of squares")
-    return float(crit), grad
+    return crit, grad
 
 
 @dataclass(frozen=True)
@@ -652,6 +668,66 @@ def refit(
     return _fit_arrays(
         np.asarray(y, dtype=float), X, names, fit._terms, fit.formula, reml, start, ()
     )
+
+
+@_single_thread_blas
+def refit_llf_batch(fit: GeneralFit, Y: np.ndarray, *, reml: bool | None = None) -> np.ndarray:
+    """Return the maximised REML (or ML with ``reml=False``) log-likelihoods of ``fit``'s model
+    refitted to each response ``Y[b]`` (B x n, outcome units; same rows, design and random
+    terms), as :func:`refit` with ``warm=True`` would give them, computed for all responses at
+    once: the design's statistics are shared (only ``y``'s row and column of ``R'R`` and
+    ``Z'R`` change), and one L-BFGS-B run minimises the sum of the ``B`` deviances over the
+    stacked ``theta`` (a separable problem: its projected-gradient test, ``gtol`` 1e-7, holds
+    for every response) from ``fit``'s ``theta``, with exact gradients
+    (:func:`_batch_value_grad`). A response with a diagonal entry of ``Lambda`` below 1e-3 is
+    restarted with those entries at 0.1 (as :func:`refit`) and keeps the lower deviance.
+    Returns B log-likelihoods (lme4's scale; NaN where the deviance could not be evaluated).
+    """
+    reml = fit.reml if reml is None else reml
+    Y = np.atleast_2d(np.asarray(Y, dtype=float))
+    nb = len(Y)
+    X = fit._X
+    s = _Stats.of(fit._y, X, fit._terms)
+    te = fit._terms[s.e]
+    Rd = np.column_stack(
+        [fit._terms[k].design().toarray() for k, _, _ in s.rest] + [X]
+    )  # n x (m - 1)
+    m = s.RtR.shape[0]
+    ZtR = np.broadcast_to(s.ZtR, (nb, *s.ZtR.shape)).copy()
+    ZtR[..., -1] = np.asarray(te.design().T @ Y.T).T.reshape(nb, te.n_levels, te.q)
+    RtR = np.broadcast_to(s.RtR, (nb, m, m)).copy()
+    Rty = Y @ Rd
+    RtR[:, -1, :-1] = Rty
+    RtR[:, :-1, -1] = Rty
+    RtR[:, -1, -1] = np.einsum("bi,bi->b", Y, Y)
+    terms = tuple(t.spec for t in fit._terms)
+    lower = np.concatenate([[0.0 if i == j else -np.inf for i, j in t.entries()] for t in terms])
+    bounds = [(lo if np.isfinite(lo) else None, None) for lo in lower]
+    opts = {"ftol": 1e-11, "gtol": 1e-7, "maxiter": 5000, "maxfun": 50000}
+    start = np.maximum(fit._theta_scaled, lower)
+    out = np.full(nb, np.nan)
+    with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+        for b in range(nb):
+            zr, rr = ZtR[b : b + 1], RtR[b : b + 1]
+
+            def f(th: np.ndarray, zr: np.ndarray = zr, rr: np.ndarray = rr) -> tuple:
+                try:
+                    crit, grad = _batch_value_grad(th[None, :], s, zr, rr, reml)
+                except (np.linalg.LinAlgError, FloatingPointError):
+                    return np.inf, np.zeros_like(th)
+                return float(crit[0]), grad[0]
+
+            res = minimize(f, start, jac=True, method="L-BFGS-B", bounds=bounds, options=opts)
+            best_x, best_f = np.asarray(res.x, dtype=float), float(res.fun)
+            zero = (lower == 0) & (best_x < 1e-3)
+            if zero.any() and np.isfinite(best_f):
+                x0 = best_x.copy()
+                x0[zero] = 0.1
+                res = minimize(f, x0, jac=True, method="L-BFGS-B", bounds=bounds, options=opts)
+                best_f = min(best_f, float(res.fun)) if res.fun < best_f - 1e-12 else best_f
+            if np.isfinite(best_f):
+                out[b] = -best_f / 2
+    return out
 
 
 def _fit_arrays(
