@@ -146,8 +146,8 @@ def term_tests(
     """
     sat = fit.satterthwaite(term)
     kr = fit.kenward_roger(term)
-    full_ml = refit(fit, fit._y, reml=False, warm=False)
-    null_ml = fit_general(data, null_formula, fit.terms, reml=False)
+    full_ml = refit(fit, fit._y, reml=False, warm=False, precise=True)
+    null_ml = fit_general(data, null_formula, fit.terms, reml=False, start=full_ml)
     if null_ml.n != full_ml.n:
         raise ValueError("term_tests: the null model uses other rows than the full model")
     chi2 = max(2.0 * (full_ml.llf - null_ml.llf), 0.0)
