@@ -270,3 +270,32 @@ def test_exact_gradient_equals_dense_formula_and_differences(reml):
             for e in np.eye(len(theta))
         ]
         np.testing.assert_allclose(grad, fd, rtol=1e-5, atol=1e-5)
+
+
+def test_batched_bootstrap_refits_equal_one_by_one_refits():
+    d = slope_data(seed=4)
+    terms = moderation_structures("x", "m")[1].terms
+    full = lg.fit_general(d, "y ~ x * m", terms, reml=False)
+    rng = np.random.default_rng(11)
+    Y = np.array([lg.simulate_general(full, rng) for _ in range(6)])
+    batch = lg.refit_llf_batch(full, Y)
+    one = [lg.refit(full, y, warm=False).llf for y in Y]
+    np.testing.assert_allclose(batch, one, rtol=0, atol=1e-6)
+    # the statistics of each response, not the first one's, enter each fit
+    assert len(set(np.round(batch, 6))) == len(Y)
+
+
+def test_started_fit_and_memoised_design_match_a_cold_fit():
+    d = slope_data(seed=6)
+    terms = moderation_structures("x", "m")[2].terms
+    full = lg.fit_general(d, "y ~ x * m", terms, reml=False)
+    cold = lg.fit_general(d, "y ~ x + m", terms, reml=False)
+    warm = lg.fit_general(d, "y ~ x + m", terms, reml=False, start=full)
+    assert warm.llf == pytest.approx(cold.llf, abs=1e-8)
+    np.testing.assert_allclose(warm.params, cold.params, rtol=1e-6)
+    # same formula, changed response values: the design must be rebuilt
+    d2 = d.assign(y=d["y"] + np.linspace(0.0, 1.0, len(d)))
+    other = lg.fit_general(d2, "y ~ x + m", terms, reml=False)
+    assert not np.allclose(other.params, cold.params)
+    y2 = d2["y"].to_numpy()
+    np.testing.assert_allclose(other._y, y2)
