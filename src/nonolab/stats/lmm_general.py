@@ -284,14 +284,18 @@ def _batch_value_grad(
     coefs = (1.0 - dfr, float(dfr)) if reml else (1.0, -float(dfr), float(dfr))
     logdets, grad = [], np.zeros(theta.shape)
     te = s.terms[s.e]
+    # one Cholesky factor serves every truncation: the leading blocks of L and of L^-1 are
+    # the factor and the inverse factor of the leading blocks of Omega
+    Lo = np.linalg.cholesky(Omega)
+    logdiag = 2.0 * np.log(np.diagonal(Lo, axis1=1, axis2=2))
+    Li = np.linalg.inv(Lo)
     for ms, w in zip(sizes, coefs, strict=True):
         if ms == 0:
             logdets.append(logA)
             Ge = 2.0 * (ZtZL @ Ai).sum(axis=1)
         else:
-            Lo = np.linalg.cholesky(Omega[:, :ms, :ms])
-            logdets.append(logA + 2.0 * np.log(np.diagonal(Lo, axis1=1, axis2=2)).sum(axis=1))
-            Oi = np.linalg.inv(Omega[:, :ms, :ms])
+            logdets.append(logA + logdiag[:, :ms].sum(axis=1))
+            Oi = Li[:, :ms, :ms].transpose(0, 2, 1) @ Li[:, :ms, :ms]
             Cs = C[..., :ms]
             CO = Cs @ Oi[:, None]  # B x levels x q x ms
             # eliminated factor: F_ll = ZtZ_l Le (Ai_l + C_l Oi C_l') - (ZtR_l T) Oi C_l'
