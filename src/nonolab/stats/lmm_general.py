@@ -14,8 +14,10 @@ test_r_crosscheck_maximal.py`` checks everything against lme4, lmerTest and pbkr
 How the deviance is evaluated: as in :mod:`nonolab.stats.lmm`, the factor with the most levels
 (participants) is eliminated in closed form, here by one small ``q x q`` block per level
 (``q`` = its number of design columns), the others (puzzles) stay as one dense block, so an
-evaluation costs O(levels x m^2 + m^3) with m = (puzzle columns) + fixed effects + 1. The
-df computations (Satterthwaite, Kenward-Roger) work with dense ``n x n`` matrices: exact
+evaluation costs O(levels x m^2 + m^3) with m = (puzzle columns) + fixed effects + 1, and so
+does the exact gradient in ``theta`` that the optimiser uses (:func:`_batch_value_grad`, from
+the blocks of the inverse of lme4's augmented system; ``tests/stats/test_lmm_general.py``
+checks it against dense formulas and central differences). The df computations (Satterthwaite, Kenward-Roger) work with dense ``n x n`` matrices: exact
 and simple, and cheap for the study's few hundred attempts (O(n^3) per variance parameter).
 
 Random-effect design columns enter scaled to unit root mean square (no centring), a pure

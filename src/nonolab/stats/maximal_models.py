@@ -138,10 +138,12 @@ def term_tests(
 
     Keys: ``coef``, ``se`` (lme4's, outcome units), ``df_satt``, ``p_satt``, ``se_kr``,
     ``df_kr``, ``p_kr`` (t tests), ``lrt_chi2``, ``lrt_p`` (ML fits of ``fit.formula`` and of
-    ``null_formula`` with the same random terms on the same rows; chi-square with 1 df),
+    ``null_formula`` with the same random terms on the same rows, started from the REML
+    and the full ML optimum; chi-square with 1 df),
     ``p_boot_lrt`` (``(1 + #{chi2* >= chi2}) / (1 + n_valid)`` over ``n_boot`` responses
-    simulated from the ML null fit with ``numpy.random.default_rng(seed)``; NaN when
-    ``n_boot`` is 0), ``n_boot``, ``singular``, ``converged``, ``n``, ``llf_reml`` and
+    simulated from the ML null fit with ``numpy.random.default_rng(seed)``, both models
+    refitted by :func:`nonolab.stats.lmm_general.refit_llf_batch` from their ML optima; NaN
+    when ``n_boot`` is 0), ``n_boot``, ``singular``, ``converged``, ``n``, ``llf_reml`` and
     ``boundary`` (the flat directions of the covariance).
     """
     sat = fit.satterthwaite(term)
