@@ -219,3 +219,83 @@ def test_behaviour_table_structures_and_fdr():
     assert all("puzzle_hash: 1" == r.split("; ")[1] for r in tried["random_effects"])
     assert tried["random_effects"].iloc[0] == "participant_id: 1 + x, correlated; puzzle_hash: 1"
     np.testing.assert_allclose(kept["p_fdr"], multipletests(kept["p_kr"], method="fdr_bh")[1])
+
+
+def _dense_value_grad(theta, fit, reml):
+    """Profiled deviance and its gradient in theta from dense n x n matrices: ``W = I + sum_k
+    S_k o (Z_k L_k L_k' Z_k')``, ``d = log|W| + [log|X'W^-1X|] + r (1 + log(2 pi y'Py / r))``,
+    ``dd/dtheta_i = tr(Q dW_i) - (r / y'Py) (Py)' dW_i (Py)`` (``Q = P`` REML, ``W^-1`` ML)."""
+    y, X = fit._y, fit._X
+    n, p = X.shape
+    W, dW, pos = np.eye(n), [], 0
+    for t in fit._terms:
+        same = t.codes[:, None] == t.codes[None, :]
+        nt = t.spec.n_theta()
+        lam = t.lam(theta[pos : pos + nt])
+        W += same * (t.values @ lam @ lam.T @ t.values.T)
+        for i, j in t.spec.entries():
+            E = np.zeros_like(lam)
+            E[i, j] = 1.0
+            dW.append(same * (t.values @ (E @ lam.T + lam @ E.T) @ t.values.T))
+        pos += nt
+    Wi = np.linalg.inv(W)
+    XtWX = X.T @ Wi @ X
+    P = Wi - Wi @ X @ np.linalg.solve(XtWX, X.T @ Wi)
+    r = n - p if reml else n
+    rss = y @ P @ y
+    dev = np.linalg.slogdet(W)[1] + r * (1 + np.log(2 * np.pi * rss / r))
+    dev += np.linalg.slogdet(XtWX)[1] if reml else 0.0
+    Q, Py = (P if reml else Wi), P @ y
+    return dev, np.array([np.sum(Q * d) - r / rss * Py @ d @ Py for d in dW])
+
+
+@pytest.mark.parametrize("reml", [True, False])
+def test_exact_gradient_equals_dense_formula_and_differences(reml):
+    d = slope_data(seed=3)
+    structures = moderation_structures("x", "m") + [
+        Structure("one", (lg.RandomTerm("participant_id", ("1", "x")),))
+    ]
+    for st in structures:
+        fit = lg.fit_general(d, "y ~ x * m", st.terms, reml=reml)
+        s = lg._Stats.of(fit._y, fit._X, fit._terms)
+        theta = fit._theta_scaled + np.linspace(0.05, 0.3, len(fit._theta_scaled))
+        dev, grad = lg._schur_value_grad(theta, s, reml)
+        dense_dev, dense_grad = _dense_value_grad(theta, fit, reml)
+        assert dev == pytest.approx(dense_dev, rel=1e-10)
+        np.testing.assert_allclose(grad, dense_grad, rtol=1e-7, atol=1e-8)
+        h = 1e-5
+        fd = [
+            (lg._evaluate(theta + h * e, s, reml)[0] - lg._evaluate(theta - h * e, s, reml)[0])
+            / (2 * h)
+            for e in np.eye(len(theta))
+        ]
+        np.testing.assert_allclose(grad, fd, rtol=1e-5, atol=1e-5)
+
+
+def test_batched_bootstrap_refits_equal_one_by_one_refits():
+    d = slope_data(seed=4)
+    terms = moderation_structures("x", "m")[1].terms
+    full = lg.fit_general(d, "y ~ x * m", terms, reml=False)
+    rng = np.random.default_rng(11)
+    Y = np.array([lg.simulate_general(full, rng) for _ in range(6)])
+    batch = lg.refit_llf_batch(full, Y)
+    one = [lg.refit(full, y, warm=False).llf for y in Y]
+    np.testing.assert_allclose(batch, one, rtol=0, atol=1e-6)
+    # the statistics of each response, not the first one's, enter each fit
+    assert len(set(np.round(batch, 6))) == len(Y)
+
+
+def test_started_fit_and_memoised_design_match_a_cold_fit():
+    d = slope_data(seed=6)
+    terms = moderation_structures("x", "m")[2].terms
+    full = lg.fit_general(d, "y ~ x * m", terms, reml=False)
+    cold = lg.fit_general(d, "y ~ x + m", terms, reml=False)
+    warm = lg.fit_general(d, "y ~ x + m", terms, reml=False, start=full)
+    assert warm.llf == pytest.approx(cold.llf, abs=1e-8)
+    np.testing.assert_allclose(warm.params, cold.params, rtol=1e-6)
+    # same formula, changed response values: the design must be rebuilt
+    d2 = d.assign(y=d["y"] + np.linspace(0.0, 1.0, len(d)))
+    other = lg.fit_general(d2, "y ~ x + m", terms, reml=False)
+    assert not np.allclose(other.params, cold.params)
+    y2 = d2["y"].to_numpy()
+    np.testing.assert_allclose(other._y, y2)
