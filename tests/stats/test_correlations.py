@@ -128,3 +128,22 @@ def test_table1_and_erratum_on_a_toy_study():
     assert np.sort(fam["bt_p_fdr"].to_numpy()) == pytest.approx(want)
     with pytest.raises(ValueError, match="no rows"):
         erratum_table(t, "zz", "e")
+
+
+def test_table1_caption_explains_blank_cells():
+    """A metric constant over the puzzles (no conflicts anywhere) gives blank cells, and the
+    caption says which and why; without blank cells it says nothing of them."""
+    from nonolab.stats.correlations import table1_captions
+
+    base = {"solver": "minisat22", "encoding": "block_start", "alignment": "corrected", "n": 5}
+    t1 = pd.DataFrame(
+        [
+            base | {"metric": "decisions", "bt_rho": 0.3, "raw_rho": 0.2},
+            base | {"metric": "conflicts", "bt_rho": np.nan, "raw_rho": np.nan},
+        ]
+    )
+    caption, erratum = table1_captions(t1, "minisat22", "block_start")
+    assert "Blank cells" in caption and "conflicts (minisat22, block_start)" in caption
+    assert "decisions (" not in caption and "Blank cells" in erratum
+    clean, _ = table1_captions(t1.iloc[:1], "minisat22", "block_start")
+    assert "Blank cells" not in clean

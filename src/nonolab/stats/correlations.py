@@ -277,6 +277,13 @@ def table1_captions(t1: pd.DataFrame, solver: str, encoding: str) -> tuple[str, 
         f"Only {n} puzzles: Spearman p-values are exact-permutation or asymptotic on n = {n}; "
         "treat every correlation as descriptive."
     )
+    blank = t1[t1["bt_rho"].isna() | t1["raw_rho"].isna()] if len(t1) else t1
+    if len(blank):
+        cells = sorted({f"{r.metric} ({r.solver}, {r.encoding})" for r in blank.itertuples()})
+        note += (
+            " Blank cells: the metric is the same for every puzzle, or a difficulty score is "
+            f"missing, so no rank correlation is defined: {', '.join(cells)}."
+        )
     return (
         "Table 1. Spearman correlations of Bradley-Terry strength (bt) and raw mean "
         "final rating (raw) with SAT metrics. " + note,
