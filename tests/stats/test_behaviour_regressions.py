@@ -378,3 +378,13 @@ def test_errata_rows_of_the_behaviour_tables(features, raw, study_dir):
         c.startswith("no") or c.endswith("significance unchanged, p >= 0.05 either way")
         for c in others
     ), others
+
+
+def test_ols_table_without_residual_df_is_missing_not_an_error():
+    """No final ratings (a study without post-surveys): the OLS tables have their rows with
+    missing statistics and n = 0 instead of stopping the rule."""
+    d = pd.DataFrame({"y": [np.nan] * 6, "a": range(6), "b": [1.0, 0, 2, 1, 3, 0]})
+    t = br.ols_table(d, "y", ["a", "b"])
+    assert list(t["predictor"]) == ["const", "a", "b"]
+    assert t[["coef", "se", "p_value", "p_fdr", "r_squared"]].isna().all().all()
+    assert (t["n"] == 0).all() and t["underpowered"].all()

@@ -299,3 +299,15 @@ def test_started_fit_and_memoised_design_match_a_cold_fit():
     assert not np.allclose(other.params, cold.params)
     y2 = d2["y"].to_numpy()
     np.testing.assert_allclose(other._y, y2)
+
+
+def test_moderation_table_without_any_rating_keeps_its_layout():
+    """No outcome at all (a study without post-surveys): every structure is 'not fitted', the
+    tables keep their columns with missing tests instead of stopping the rule."""
+    d = slope_data(seed=8, n_p=12, n_q=4, per=3)
+    att = d[["participant_id", "puzzle_hash", "y", "m"]].rename(columns={"m": "e"})
+    att["y"] = np.nan
+    cov = d[["puzzle_hash", "x"]].drop_duplicates().reset_index(drop=True)
+    kept, tried = moderation_maximal(att, cov, outcome="y", moderator="e", metrics=["x"])
+    assert len(kept) == 1 and kept[["p_kr", "p_fdr", "lrt_p", "coef"]].isna().all().all()
+    assert tried["reason"].str.contains("not fitted").all() and (kept["n"] == 0).all()

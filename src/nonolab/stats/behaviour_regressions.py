@@ -126,7 +126,21 @@ def ols_table(
     non-constant terms of this model when ``fdr``, else NaN), and the model's ``n``,
     ``r_squared``, ``adj_r_squared``, ``underpowered`` (n below :data:`UNDERPOWERED_N`) and
     :func:`ols_diagnostics`, repeated on every row. ``terms`` limits the rows (default: all,
-    ``const`` first)."""
+    ``const`` first). With no residual degrees of freedom (complete cases at most the number
+    of coefficients, e.g. a study without final ratings) every statistic is missing."""
+    n_complete = len(_numeric(data, [*predictors, outcome]))
+    if n_complete <= len(predictors) + 1:
+        out = pd.DataFrame({"predictor": ["const", *predictors]})
+        for c in ("coef", "se", "t", "p_value", "p_fdr"):
+            out[c] = np.nan
+        out["n"] = n_complete
+        out["r_squared"] = out["adj_r_squared"] = np.nan
+        out["underpowered"] = True
+        for k in ("breusch_pagan_p", "shapiro_p", "max_cooks_d"):
+            out[k] = np.nan
+        if terms is not None:
+            out = out[out["predictor"].isin(terms)]
+        return out.reset_index(drop=True)
     fit = ols_fit(data, outcome, predictors)
     n = int(fit.nobs)
     out = pd.DataFrame(

@@ -184,6 +184,13 @@ def term_tests(
     return out
 
 
+#: Columns of :func:`term_tests` that are missing (NaN) for a structure that could not be fitted.
+_TEST_COLUMNS = (
+    "coef", "se", "df_satt", "p_satt", "se_kr", "df_kr", "p_kr", "lrt_chi2", "lrt_p",
+    "p_boot_lrt", "singular", "llf_reml",
+)  # fmt: skip
+
+
 def _family_rows(
     d: pd.DataFrame,
     jobs: Sequence[tuple[dict[str, str], str, str, str, list[Structure]]],
@@ -209,8 +216,9 @@ def _family_rows(
                     f = fit_general(d, formula, s.terms)
                 except (ValueError, FloatingPointError, np.linalg.LinAlgError) as e:
                     f, why = None, f"not fitted ({e})"
-            if f is None:
-                row |= {"coef": np.nan, "singular": np.nan, "converged": False}
+            if f is None:  # every test column present, missing: the table keeps its layout
+                row |= dict.fromkeys(_TEST_COLUMNS, np.nan)
+                row |= {"n_boot": 0, "converged": False, "n": 0, "boundary": ""}
             else:
                 row |= term_tests(
                     d, f, term, null_formula, n_boot=n_boot if i == kept else 0, seed=seed + k
