@@ -135,6 +135,24 @@ def _codes(s: pd.Series) -> np.ndarray:
 
 
 @_single_thread_blas
+def formula_design(
+    data: pd.DataFrame, formula: str
+) -> tuple[np.ndarray, np.ndarray, list[str], tuple[str, ...]]:
+    """Return ``(y, X, fixed-effect names, warnings)`` of statsmodels' formula design for
+    ``formula`` on ``data`` (``OLS.from_formula``: the design and term names of
+    ``MixedLM.from_formula``); ``warnings`` are the messages raised while building it, as
+    ``"Category: message"``, each once, recorded rather than silenced."""
+    from statsmodels.regression.linear_model import OLS
+
+    with warnings.catch_warnings(record=True) as built:
+        warnings.simplefilter("always")
+        model = OLS.from_formula(formula, data=data)
+    msgs = tuple(dict.fromkeys(f"{w.category.__name__}: {w.message}" for w in built))
+    X = np.asarray(model.exog, dtype=float)
+    y = np.asarray(model.endog, dtype=float)
+    return y, X, list(model.exog_names), msgs
+
+
 def fit_crossed(
     data: pd.DataFrame,
     formula: str,
@@ -156,8 +174,6 @@ def fit_crossed(
     compatibility and ignored (the engine has one optimiser, L-BFGS-B, reported as
     ``"lbfgs"``). Returns a :class:`CrossedFit`.
     """
-    from statsmodels.regression.linear_model import OLS
-
     del optimisers
     cols = _formula_columns(formula, data)
     for c in (participant, puzzle):
@@ -166,12 +182,7 @@ def fit_crossed(
     d = data.dropna(subset=cols + [participant, puzzle]).reset_index(drop=True)
     if len(d) == 0:
         raise ValueError(f"fit_crossed: no complete rows for {formula!r}")
-    with warnings.catch_warnings(record=True) as built:
-        warnings.simplefilter("always")
-        model = OLS.from_formula(formula, data=d)
-    msgs = tuple(dict.fromkeys(f"{w.category.__name__}: {w.message}" for w in built))
-    X = np.asarray(model.exog, dtype=float)
-    y = np.asarray(model.endog, dtype=float)
+    y, X, fe, msgs = formula_design(d, formula)
     if len(y) <= X.shape[1]:
         raise ValueError(
             f"fit_crossed: {len(y)} complete rows for {X.shape[1]} fixed effects in {formula!r}"
@@ -182,7 +193,6 @@ def fit_crossed(
     if not opt.converged:
         msgs = msgs + (f"ConvergenceWarning: L-BFGS-B: {opt.message}",)
     crit, beta, xtwx_inv, scale = reml_criterion(opt.theta, c, reml=reml)
-    fe = list(model.exog_names)
     params = pd.Series(beta, index=fe)
     cov = pd.DataFrame(scale * xtwx_inv, index=fe, columns=fe)
     bse = pd.Series(np.sqrt(np.diag(cov.to_numpy())), index=fe)

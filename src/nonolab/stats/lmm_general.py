@@ -29,7 +29,6 @@ singular-fit flag (:attr:`GeneralFit.singular`) independent of the covariate's u
 from __future__ import annotations
 
 import hashlib
-import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -39,7 +38,7 @@ from scipy import sparse, stats
 from scipy.linalg import cho_factor, cho_solve
 from scipy.optimize import minimize
 
-from nonolab.stats.lmm import _codes, _formula_columns, _single_thread_blas
+from nonolab.stats.lmm import _codes, _formula_columns, _single_thread_blas, formula_design
 
 __all__ = [
     "GeneralFit",
@@ -610,23 +609,9 @@ def _design(data: pd.DataFrame, formula: str) -> tuple[np.ndarray, np.ndarray, l
     if key not in _DESIGNS:
         if len(_DESIGNS) > 512:
             _DESIGNS.clear()
-        _DESIGNS[key] = _build_design(data, formula)
+        _DESIGNS[key] = formula_design(data, formula)
     y, X, names, msgs = _DESIGNS[key]
     return y.copy(), X.copy(), list(names), msgs
-
-
-def _build_design(
-    data: pd.DataFrame, formula: str
-) -> tuple[np.ndarray, np.ndarray, list[str], tuple]:
-    from statsmodels.regression.linear_model import OLS
-
-    with warnings.catch_warnings(record=True) as built:
-        warnings.simplefilter("always")
-        model = OLS.from_formula(formula, data=data)
-    msgs = tuple(dict.fromkeys(f"{w.category.__name__}: {w.message}" for w in built))
-    X = np.asarray(model.exog, dtype=float)
-    y = np.asarray(model.endog, dtype=float)
-    return y, X, list(model.exog_names), msgs
 
 
 def _starts(terms: Sequence[RandomTerm]) -> list[np.ndarray]:
