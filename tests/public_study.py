@@ -10,8 +10,10 @@ import pandas as pd
 
 from nonolab.measure.tables import parse_solver_statistics
 from nonolab.sat.puzzles import load_study_puzzles
+from nonolab.sat.solvers import solver_record
 from nonolab.stats import mixed_models as mm
 from nonolab.stats.correlations import published_alignment
+from nonolab.study.features import attempt_features
 from nonolab.study.ingest import IngestResult, ingest_study
 from nonolab.study.presets import resolve_preset
 
@@ -20,6 +22,30 @@ from nonolab.study.presets import resolve_preset
 def study_ingest(study_dir: str) -> IngestResult:
     """Ingest the public study once per test session (shared with the features tests)."""
     return ingest_study(study_dir, resolve_preset(study_dir))
+
+
+@lru_cache(maxsize=1)
+def _published_features(study_dir: str) -> pd.DataFrame:
+    preset = resolve_preset(study_dir).data
+    return attempt_features(
+        study_ingest(study_dir).tables,
+        preset["published"]["pause_threshold_s"],
+        keep_initial_rating_sentinel=preset["features"]["keep_initial_rating_sentinel"],
+    )
+
+
+def published_features(study_dir: str | Path) -> pd.DataFrame:
+    """Return the public study's per-attempt features under the he2026 preset's published
+    settings (pauses at 2.36 s, the -1 initial-rating sentinel kept), computed once per test
+    session; each caller gets its own copy."""
+    return _published_features(str(study_dir)).copy()
+
+
+def minisat_metrics(study_dir: str | Path) -> pd.DataFrame:
+    """Return MiniSat22 block-start solver records (:func:`nonolab.sat.solvers.solver_record`)
+    of the study's puzzles, one row per puzzle."""
+    puzzles = load_study_puzzles(Path(study_dir) / "nonograms_6.json")
+    return pd.DataFrame([solver_record(p, "block_start", "minisat22") for p in puzzles])
 
 
 # METHODS 2: published MiniSat22 decisions/propagations/conflicts by served id.

@@ -16,7 +16,12 @@ import pandas as pd
 import pytest
 import statsmodels.api as sm
 import statsmodels.formula.api as smf
-from public_study import OWN, covariates, study_ingest, study_tables
+from public_study import (
+    OWN,
+    covariates,
+    published_features,
+    study_tables,
+)
 from scipy import stats
 
 from nonolab.stats import behaviour_regressions as br
@@ -166,13 +171,7 @@ COLS = {"time_to_solve_sec": "time_to_solve_s"}
 
 @pytest.fixture(scope="module")
 def features(study_dir):
-    from nonolab.study.features import attempt_features
-    from nonolab.study.presets import resolve_preset
-
-    preset = resolve_preset(study_dir).data
-    res = study_ingest(str(study_dir))
-    keep = preset["features"]["keep_initial_rating_sentinel"]
-    return attempt_features(res.tables, preset["published"]["pause_threshold_s"], keep)
+    return published_features(study_dir)
 
 
 @pytest.fixture(scope="module")

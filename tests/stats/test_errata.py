@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
-from public_study import study_ingest
+from public_study import minisat_metrics, published_features, study_ingest
 from snake import snakemake
 from statsmodels.stats.multitest import multipletests
 
@@ -93,8 +93,6 @@ def test_preset_names_the_published_files(study_dir, published):
 
 @pytest.mark.study
 def test_public_study_table1_rows(study_dir):
-    from nonolab.sat.puzzles import load_study_puzzles
-    from nonolab.sat.solvers import solver_record
     from nonolab.stats.correlations import (
         aligned_metrics,
         erratum_table,
@@ -103,16 +101,9 @@ def test_public_study_table1_rows(study_dir):
         table1,
     )
     from nonolab.stats.ranking import pairwise_comparisons, strengths_table
-    from nonolab.study.features import attempt_features
 
-    preset = resolve_preset(study_dir).data
-    att = attempt_features(
-        study_ingest(str(study_dir)).tables,
-        preset["published"]["pause_threshold_s"],
-        keep_initial_rating_sentinel=True,
-    )
-    puzzles = load_study_puzzles(study_dir / "nonograms_6.json")
-    metrics = pd.DataFrame([solver_record(p, "block_start", "minisat22") for p in puzzles])
+    att = published_features(study_dir)
+    metrics = minisat_metrics(study_dir)
     served = att[["puzzle_id", "puzzle_hash"]].drop_duplicates()
     pool = pd.read_csv(study_dir / "selected_six_nonogram_stats.csv")
     aligned = {
@@ -316,19 +307,10 @@ def test_public_study_moderation_rows(study_dir):
 def test_public_study_adjustment_rows(study_dir):
     """The published adjustment files rest on 177 of the 180 final ratings and the row-position
     join: the raw rho of difficulty with decisions, -0.493 as published, is 0.257 corrected."""
-    from nonolab.sat.puzzles import load_study_puzzles
-    from nonolab.sat.solvers import solver_record
     from nonolab.stats.adjustment import study_adjustment
-    from nonolab.study.features import attempt_features
 
-    preset = resolve_preset(study_dir).data
-    att = attempt_features(
-        study_ingest(str(study_dir)).tables,
-        preset["published"]["pause_threshold_s"],
-        keep_initial_rating_sentinel=True,
-    )
-    puzzles = load_study_puzzles(study_dir / "nonograms_6.json")
-    metrics = pd.DataFrame([solver_record(p, "block_start", "minisat22") for p in puzzles])
+    att = published_features(study_dir)
+    metrics = minisat_metrics(study_dir)
     models, diff, vs = study_adjustment(
         att,
         metrics,

@@ -8,11 +8,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
-from public_study import OWN, study_ingest
+from public_study import OWN, minisat_metrics, published_features
 from scipy import stats
 
-from nonolab.sat.puzzles import load_study_puzzles
-from nonolab.sat.solvers import solver_record
 from nonolab.stats import rcheck
 from nonolab.stats.adjustment import (
     adjusted_difficulty,
@@ -34,8 +32,6 @@ from nonolab.stats.expertise import (
     loadings,
 )
 from nonolab.stats.mixed_models import with_expertise
-from nonolab.study.features import attempt_features
-from nonolab.study.presets import resolve_preset
 
 PUB = "analyze-data/out_features"
 RTOL = 1e-6
@@ -191,18 +187,12 @@ def test_difficulty_vs_sat_uses_average_ranks_for_ties():
 
 @pytest.fixture(scope="module")
 def attempts(study_dir):
-    preset = resolve_preset(study_dir).data
-    return attempt_features(
-        study_ingest(str(study_dir)).tables,
-        preset["published"]["pause_threshold_s"],
-        keep_initial_rating_sentinel=preset["features"]["keep_initial_rating_sentinel"],
-    )
+    return published_features(study_dir)
 
 
 @pytest.fixture(scope="module")
 def adjustment(attempts, study_dir):
-    puzzles = load_study_puzzles(study_dir / "nonograms_6.json")
-    metrics = pd.DataFrame([solver_record(p, "block_start", "minisat22") for p in puzzles])
+    metrics = minisat_metrics(study_dir)
     pool = study_dir / "selected_six_nonogram_stats.csv"
     out = study_adjustment(attempts, metrics, pool, solver="minisat22", encoding="block_start")
     return dict(zip(("models", "difficulty", "vs_sat"), out, strict=True))

@@ -13,11 +13,9 @@ import re
 import numpy as np
 import pandas as pd
 import pytest
-from public_study import study_ingest
+from public_study import minisat_metrics, published_features, study_ingest
 
 from nonolab.measure.tables import read_pool_statistics
-from nonolab.sat.puzzles import load_study_puzzles
-from nonolab.sat.solvers import solver_record
 from nonolab.stats import pool_stats as ps
 from nonolab.stats.correlations import (
     behaviour_spearman,
@@ -26,8 +24,6 @@ from nonolab.stats.correlations import (
     table1,
 )
 from nonolab.stats.ranking import lr_test, pairwise_comparisons, strengths_table
-from nonolab.study.features import attempt_features
-from nonolab.study.presets import resolve_preset
 
 pytestmark = pytest.mark.study
 
@@ -37,19 +33,12 @@ ITEMS = ["0", "1", "2", "3", "4", "5"]
 
 @pytest.fixture(scope="module")
 def attempts(study_dir):
-    preset = resolve_preset(study_dir).data
-    return attempt_features(
-        study_ingest(str(study_dir)).tables,
-        preset["published"]["pause_threshold_s"],
-        keep_initial_rating_sentinel=preset["features"]["keep_initial_rating_sentinel"],
-    )
+    return published_features(study_dir)
 
 
 @pytest.fixture(scope="module")
 def metrics(study_dir):
-    puzzles = load_study_puzzles(study_dir / "nonograms_6.json")
-    m = pd.DataFrame([solver_record(p, "block_start", "minisat22") for p in puzzles])
-    return m.assign(solver="minisat22", encoding="block_start")
+    return minisat_metrics(study_dir)
 
 
 @pytest.fixture(scope="module")

@@ -9,10 +9,8 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
-from public_study import study_ingest
+from public_study import minisat_metrics, published_features
 
-from nonolab.sat.puzzles import load_study_puzzles
-from nonolab.sat.solvers import solver_record
 from nonolab.stats.correlations import (
     aligned_metrics,
     erratum_table,
@@ -28,20 +26,13 @@ from nonolab.stats.ranking import (
     pairwise_comparisons,
     strengths_table,
 )
-from nonolab.study.features import attempt_features
-from nonolab.study.presets import resolve_preset
 
 pytestmark = pytest.mark.study
 
 
 @pytest.fixture(scope="module")
 def attempts(study_dir):
-    preset = resolve_preset(study_dir).data
-    return attempt_features(
-        study_ingest(str(study_dir)).tables,
-        preset["published"]["pause_threshold_s"],
-        keep_initial_rating_sentinel=preset["features"]["keep_initial_rating_sentinel"],
-    )
+    return published_features(study_dir)
 
 
 @pytest.fixture(scope="module")
@@ -74,8 +65,7 @@ def test_bradley_terry_lr_test(comparisons):
 
 @pytest.fixture(scope="module")
 def metrics(study_dir):
-    puzzles = load_study_puzzles(study_dir / "nonograms_6.json")
-    return pd.DataFrame([solver_record(p, "block_start", "minisat22") for p in puzzles])
+    return minisat_metrics(study_dir)
 
 
 def test_table1_published_alignment(attempts, comparisons, metrics, study_dir):
