@@ -38,6 +38,7 @@ from statsmodels.miscmodels.ordinal_model import OrderedModel
 from statsmodels.tools.numdiff import approx_fprime, approx_hess3
 from statsmodels.tools.sm_exceptions import ConvergenceWarning
 
+from nonolab.stats.correlations import bh_fdr
 from nonolab.stats.lmm import _single_thread_blas
 
 __all__ = [
@@ -365,8 +366,6 @@ def moderation_ordinal(
     ``warnings``. A model that cannot be fitted gives NaN estimates and its reason in
     ``warnings``.
     """
-    from statsmodels.stats.multitest import multipletests
-
     d = attempts.merge(covariates, on=groups[-1], how="left", validate="many_to_one")
     rows = []
     for m in metrics:
@@ -398,10 +397,5 @@ def moderation_ordinal(
         row["warnings"] = "; ".join(notes)
         rows.append(row)
     out = pd.DataFrame(rows)
-    p = out["p"].to_numpy(dtype=float)
-    fdr = np.full_like(p, np.nan)
-    ok = np.isfinite(p)
-    if ok.any():
-        fdr[ok] = multipletests(p[ok], method="fdr_bh")[1]
-    out.insert(out.columns.get_loc("p") + 1, "p_fdr", fdr)
+    out.insert(out.columns.get_loc("p") + 1, "p_fdr", bh_fdr(out["p"]))
     return out

@@ -21,7 +21,8 @@ from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
-from statsmodels.stats.multitest import multipletests
+
+from nonolab.stats.correlations import bh_fdr
 
 __all__ = ["STEPS", "moderation_conclusion"]
 
@@ -35,22 +36,13 @@ STEPS: tuple[str, ...] = (
 COLUMNS = ["metric", "step", "coef", "p", "p_fdr", "significant_at_05", "note"]
 
 
-def _bh(p: Sequence[float]) -> np.ndarray:
-    p = np.asarray(p, dtype=float)
-    out = np.full_like(p, np.nan)
-    ok = np.isfinite(p)
-    if ok.any():
-        out[ok] = multipletests(p[ok], method="fdr_bh")[1]
-    return out
-
-
 def _fmt(p: float) -> str:
     return "NaN" if not np.isfinite(p) else f"{p:.3g}"
 
 
 def _published_rows(published: pd.DataFrame, metrics: Sequence[str]) -> list[dict]:
     pub = published.set_index("predictor").reindex(list(metrics))
-    fdr = _bh(pub["p_interaction"])
+    fdr = bh_fdr(pub["p_interaction"])
     return [
         {
             "metric": m,
@@ -70,7 +62,7 @@ def _raw_rows(raw: pd.DataFrame, alignment: str, step: str, metrics, moderator) 
         (raw["alignment"] == alignment) & (raw["term"].isin([f"{m}:{moderator}" for m in metrics]))
     ]
     sel = sel.set_index("metric").reindex(list(metrics))
-    fdr = _bh(sel["p"])
+    fdr = bh_fdr(sel["p"])
     return [
         {
             "metric": m,

@@ -15,7 +15,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 from scipy import stats
-from statsmodels.stats.multitest import multipletests
+
+from nonolab.stats.correlations import bh_fdr
 
 REQUIRED = ("response_id", "participant_id", "source_file", "response_kind", "final_difficulty")
 THEME_TEST_COLUMNS = [
@@ -161,10 +162,7 @@ def code_tests(
             row.update(mann_whitney(x, y))
         rows.append(row)
     out = pd.DataFrame(rows)
-    out["p_fdr"] = np.nan
-    ok = out["p"].notna()
-    if ok.any():
-        out.loc[ok, "p_fdr"] = multipletests(out.loc[ok, "p"], method="fdr_bh")[1]
+    out["p_fdr"] = bh_fdr(out["p"])
     return out[THEME_TEST_COLUMNS]
 
 
