@@ -84,14 +84,17 @@ def test_pause_threshold_recovered_by_pipeline_fit(study60):
 
 def test_pause_crossing_equals_the_pipeline_fit(study60):
     # recover_study fits only the largest mixture: the same threshold as fit_pause_model's
-    from nonolab.sim.recovery import pause_crossing_s
-    from nonolab.stats.pauses import PUBLISHED_EM_TOL, fit_pause_model
+    from nonolab.stats.pauses import (
+        PUBLISHED_EM_TOL,
+        fit_pause_model,
+        largest_mixture_crossing_s,
+    )
 
     g = _gaps(study60[2])
     want = fit_pause_model(g, tol=PUBLISHED_EM_TOL, max_iter=100).threshold_s
-    assert pause_crossing_s(g, PUBLISHED_EM_TOL, 100) == want
+    assert largest_mixture_crossing_s(g, tol=PUBLISHED_EM_TOL, max_iter=100) == want
     with pytest.raises(ValueError, match="too few"):
-        pause_crossing_s(np.array([0.0, 1.0, 2.0]), PUBLISHED_EM_TOL)
+        largest_mixture_crossing_s(np.array([0.0, 1.0, 2.0]), tol=PUBLISHED_EM_TOL)
 
 
 def test_published_em_settings_stop_early_and_overshoot(study60):

@@ -98,16 +98,6 @@ def _t_interval(est: float, se: float, df: float, truth: float) -> dict[str, Any
     }
 
 
-def pause_crossing_s(gaps_s: np.ndarray, tol: float, max_iter: int | None = None) -> float:
-    """Return the pause threshold (seconds) of :func:`nonolab.stats.pauses.fit_pause_model` with
-    its default settings but EM tolerance ``tol`` and at most ``max_iter`` iterations (None =
-    its default), fitting only the largest mixture
-    (:func:`nonolab.stats.pauses.largest_mixture_crossing_s`; the same value,
-    ``tests/sim/test_recovery.py``). Raises ``ValueError`` when the densities do not cross."""
-    kw = {"tol": tol} if max_iter is None else {"tol": tol, "max_iter": max_iter}
-    return largest_mixture_crossing_s(gaps_s, **kw)
-
-
 def recover_study(study_dir: str | Path, truth: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """Return what the pipeline recovers from a simulated study, next to the truth.
 
@@ -115,7 +105,7 @@ def recover_study(study_dir: str | Path, truth: Mapping[str, Any] | None = None)
     ``ingest`` (:func:`nonolab.study.ingest.ingest_study`, ``default`` preset); ``pauses``
     (:func:`nonolab.study.features.interaction_gaps`; the threshold
     :func:`nonolab.stats.pauses.fit_pause_model` gives with
-    :func:`~nonolab.stats.pauses.em_tolerance` ``auto``, computed by :func:`pause_crossing_s`;
+    :func:`~nonolab.stats.pauses.em_tolerance` ``auto``, computed by :func:`~nonolab.stats.pauses.largest_mixture_crossing_s`;
     the ``default`` preset fixes no threshold, so :func:`~nonolab.stats.pauses.threshold_used`
     ``auto`` is this fitted one: ``threshold_est_s``, seconds; plus
     ``threshold_published_em_s`` with the published fit's scikit-learn defaults, ``tol`` 1e-3
@@ -136,7 +126,9 @@ def recover_study(study_dir: str | Path, truth: Mapping[str, Any] | None = None)
     gaps = interaction_gaps(tables["events"])["gap_s"].to_numpy()
     if published.get("pause_threshold_s") is not None:
         raise ValueError("recovery needs the fitted threshold: the preset fixes a published one")
-    thr_est = pause_crossing_s(gaps, em_tolerance("auto", published.get("pause_em_tol")))
+    thr_est = largest_mixture_crossing_s(
+        gaps, tol=em_tolerance("auto", published.get("pause_em_tol"))
+    )
     attempts = attempt_features(tables, thr_est)
     ratings = attempts[["participant_id", "puzzle_hash", "final_difficulty"]]
     ratings = ratings.dropna(subset=["final_difficulty"])
@@ -145,7 +137,7 @@ def recover_study(study_dir: str | Path, truth: Mapping[str, Any] | None = None)
     fit = mixed_models.fit_crossed(data, "final_difficulty ~ metric_z")
     df = float(mixed_models.satterthwaite_df(fit, "metric_z"))
     thr_true = float(truth["pause_threshold_s"])
-    thr_pub = pause_crossing_s(gaps, PUBLISHED_EM_TOL, 100)
+    thr_pub = largest_mixture_crossing_s(gaps, tol=PUBLISHED_EM_TOL, max_iter=100)
     return {
         "n_gaps": int(len(gaps)),
         "threshold_true_s": thr_true,
