@@ -1,0 +1,1 @@
+"""Collecting a study: the web study platform that writes the nonolab log format."""

@@ -1,0 +1,1 @@
+"""Designing the next study: puzzle selection, balanced schedules, power by simulation, plans."""
