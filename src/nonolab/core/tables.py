@@ -14,6 +14,7 @@ column), so the writers serve every layer above.
 from __future__ import annotations
 
 import contextlib
+import csv
 import errno
 import json
 import os
@@ -83,14 +84,19 @@ def provenance(
 
 
 class OutputError(OSError):
-    """A file or folder could not be written; the message names it (``filename`` too)."""
+    """A file or folder could not be written; the message names it (``path``, the reason in
+    ``why``)."""
+
+    def __init__(self, code: int, path: Path, why: str) -> None:
+        super().__init__(code, f"cannot write {path}: {why}")
+        self.path, self.why = Path(path), why
 
 
 def _output_error(exc: OSError, path: Path) -> OutputError:
     why = exc.strerror or str(exc)
     if exc.errno == errno.ENOSPC:
         why = "no space left on the device"
-    return OutputError(exc.errno or 0, f"cannot write {path}: {why}", str(path))
+    return OutputError(exc.errno or 0, path, why)
 
 
 @contextlib.contextmanager
@@ -182,6 +188,9 @@ def atomic_folder(path: str | os.PathLike) -> Iterator[Path]:
             shutil.rmtree(old, ignore_errors=True)
     except BaseException as exc:
         shutil.rmtree(tmp, ignore_errors=True)
+        if isinstance(exc, OutputError) and exc.path.is_relative_to(tmp):
+            # name the file where it was to go, not in the temporary folder
+            raise OutputError(exc.errno or 0, path / exc.path.relative_to(tmp), exc.why) from exc
         if isinstance(exc, OSError) and not isinstance(exc, OutputError):
             raise _output_error(exc, path) from exc
         raise
@@ -277,6 +286,17 @@ def spreadsheet_safe(df: Table) -> Table:
     return df if out is None else out
 
 
+def _has_cr(df: Table) -> bool:
+    """Return True when a text cell or a column name of ``df`` holds a carriage return."""
+    if any("\r" in str(c) for c in df.columns):
+        return True
+    return any(
+        any(isinstance(v, str) and "\r" in v for v in df[c])
+        for c in df.columns
+        if _is_text(df[c].dtype)
+    )
+
+
 def is_text_column(name: Any, text: Iterable[str] = ()) -> bool:
     """Return True for a column read as text whatever it holds: one named in ``text`` or an id
     column (``id`` or ending in ``_id``)."""
@@ -343,8 +363,13 @@ def write_table(
     path = Path(path)
     formats = set(formats) | {"csv"}
     cells = spreadsheet_safe(df)
+    # a carriage return inside a cell is not quoted by the CSV writer under "\n" line ends
+    # (readers would split the row there): such a table has every cell quoted
+    quoting = csv.QUOTE_ALL if _has_cr(cells) else csv.QUOTE_MINIMAL
     with atomic_path(path) as tmp:
-        cells.to_csv(tmp, index=False, float_format=FLOAT_FORMAT, lineterminator="\n")
+        cells.to_csv(
+            tmp, index=False, float_format=FLOAT_FORMAT, lineterminator="\n", quoting=quoting
+        )
     if "parquet" in formats:
         with atomic_path(path.with_suffix(".parquet")) as tmp:
             df.to_parquet(tmp, index=False)
