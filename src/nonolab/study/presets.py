@@ -37,6 +37,7 @@ import yaml
 
 from nonolab.core.hashing import file_sha256
 from nonolab.core.paths import workflow_root
+from nonolab.core.strict import DuplicateKeyError, normalise_id, yaml_load
 from nonolab.sat.puzzles import PuzzleError, load_study_puzzles
 
 #: the checkout root, or the workflow copy installed with the package (nonolab.core.paths)
@@ -81,12 +82,39 @@ class Preset:
 
     @property
     def puzzles_per_session(self) -> int:
-        """Number of puzzles each session serves (3 in the public study)."""
-        return int(self.data["puzzles_per_session"])
+        """The largest number of puzzles a session serves (3 in the public study; see
+        :attr:`session_sizes` for every number allowed)."""
+        return max(self.session_sizes)
+
+    @property
+    def session_sizes(self) -> frozenset[int]:
+        """Every number of puzzles a session may serve: ``puzzles_per_session`` is one
+        integer, a list of them (``[2, 3, 4]``) or a range ``{min: 2, max: 4}`` (inclusive)."""
+        return session_sizes(self.data["puzzles_per_session"])
+
+    @property
+    def max_gap_s(self) -> float:
+        """The largest gap (s) between two consecutive interactions of one attempt; a longer
+        one excludes the attempt (preset key ``max_gap_s``, default 3600)."""
+        return float(self.data.get("max_gap_s", 3600.0))
 
     def get(self, key: str, default: Any = None) -> Any:
         """Return the preset value ``key`` (or ``default``)."""
         return self.data.get(key, default)
+
+
+def session_sizes(value: int | list[int] | dict[str, int]) -> frozenset[int]:
+    """Return the session sizes a preset's ``puzzles_per_session`` allows: an integer, a list
+    of integers or ``{min, max}`` (inclusive). Raises :class:`StudyError` for an empty set."""
+    if isinstance(value, dict):
+        out = frozenset(range(int(value["min"]), int(value["max"]) + 1))
+    elif isinstance(value, list):
+        out = frozenset(int(v) for v in value)
+    else:
+        out = frozenset([int(value)])
+    if not out:
+        raise StudyError(f"puzzles_per_session {value!r} allows no session size")
+    return out
 
 
 def _schema(name: str) -> dict[str, Any]:
@@ -129,9 +157,11 @@ def _extended(path: Path, data: Any, seen: tuple[Path, ...]) -> Any:
 
 def _read_preset_yaml(path: Path) -> Any:
     try:
-        return yaml.safe_load(path.read_text(encoding="utf-8"))
+        return yaml_load(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise StudyError(f"preset file {path} does not exist") from None
+    except DuplicateKeyError as exc:
+        raise StudyError(f"{path}: {exc}; which value is meant is unknown") from None
     except yaml.YAMLError as exc:
         raise StudyError(f"{path}: not valid YAML ({exc})") from None
 
@@ -153,7 +183,12 @@ def load_preset(path: str | Path) -> Preset:
     dup = sorted({f for f in files if files.count(f) > 1})
     if dup:
         raise StudyError(f"{path}: participant mapping lists {dup} more than once")
-    return Preset(name=data["name"], path=path, data=data)
+    preset = Preset(name=data["name"], path=path, data=data)
+    try:
+        preset.session_sizes  # noqa: B018 (checks min <= max)
+    except StudyError as exc:
+        raise StudyError(f"{path}: invalid preset at puzzles_per_session: {exc}") from None
+    return preset
 
 
 def available_presets() -> dict[str, Path]:
@@ -249,21 +284,28 @@ def log_sources(study_dir: str | Path, preset: Preset) -> list[LogSource]:
             if "exclude" in row:
                 out.append(LogSource(found[rel], rel, None, row["exclude"]))
             else:
-                out.append(LogSource(found[rel], rel, str(row["participant_id"])))
+                out.append(LogSource(found[rel], rel, normalise_id(str(row["participant_id"]))))
             continue
         hit = next((e for e in excl if fnmatch.fnmatch(rel, e["glob"])), None)
         if hit is not None:
             out.append(LogSource(found[rel], rel, None, hit["reason"]))
         else:
-            out.append(LogSource(found[rel], rel, found[rel].stem))
+            out.append(LogSource(found[rel], rel, normalise_id(found[rel].stem)))
     ids: dict[str, str] = {}
     for s in out:
         if s.participant_id is None:
             continue
         if s.participant_id in ids:
+            alike = (
+                " (the same name in Unicode normal form C, written with other code points)"
+                if ids[s.participant_id] != s.rel
+                and Path(ids[s.participant_id]).stem != Path(s.rel).stem
+                and normalise_id(Path(ids[s.participant_id]).stem) == normalise_id(Path(s.rel).stem)
+                else ""
+            )
             raise StudyError(
                 f"participant id {s.participant_id!r} is given by two log files: "
-                f"{ids[s.participant_id]} and {s.rel}; exclude one in the preset"
+                f"{ids[s.participant_id]} and {s.rel}{alike}; exclude one in the preset"
             )
         ids[s.participant_id] = s.rel
     return sorted(out, key=lambda s: s.rel)
