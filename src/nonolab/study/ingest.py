@@ -53,7 +53,14 @@ from nonolab.study.logs import (
     UnknownEventType,
     read_log_lines,
 )
-from nonolab.study.presets import LogSource, Preset, StudyError, log_sources, study_file
+from nonolab.study.presets import (
+    OUTSIDE_LINKS,
+    LogSource,
+    Preset,
+    StudyError,
+    log_sources,
+    study_file,
+)
 from nonolab.study.schemas import coerce_table, validate_table
 from nonolab.study.schemas import columns as _columns
 
@@ -288,7 +295,9 @@ def _ingest_study(study_dir: str | Path, preset: Preset) -> IngestResult:
         text_rows += res["texts"]
 
     pids = {r["participant_id"] for r in part_rows}
-    theme_rows, coded = coded_themes_ledger(study_dir, preset.get("themes") or {}, pids)
+    theme_rows, coded = coded_themes_ledger(
+        study_dir, preset.get("themes") or {}, pids, bool(preset.get(OUTSIDE_LINKS, False))
+    )
     if coded is not None:
         inputs.append(coded)
         ledger.rows += theme_rows
