@@ -441,17 +441,17 @@ def make_base(tmp: Path, files: dict[str, bytes], preset_text: str, themes: bool
 def _canonical(df: pd.DataFrame, origin: dict[str, str], pids: set[str] | None) -> str:
     """``df`` as CSV text with renamed files' ids and paths mapped back, restricted to the
     participants ``pids`` (None: all rows)."""
-    df = df.copy()
     ids = {
         unicodedata.normalize("NFC", Path(new).stem): Path(old).stem
         for new, old in origin.items()
         if new != old
     }
     paths = {new: old for new, old in origin.items()}
+    if "participant_id" in df and pids is not None:
+        df = df[df["participant_id"].isin(pids | set(ids))]
+    df = df.copy()
     if "participant_id" in df:
         df["participant_id"] = df["participant_id"].map(lambda v: ids.get(v, v))
-        if pids is not None:
-            df = df[df["participant_id"].isin(pids)]
     if "source_file" in df:
         df["source_file"] = df["source_file"].map(lambda v: paths.get(v, v))
     return df.to_csv(index=False)
