@@ -41,7 +41,7 @@ from nonolab.core.strict import lookalikes
 from nonolab.core.tables import write_json, write_parquet_table, write_table
 from nonolab.sat.puzzles import Puzzle, load_study_puzzles
 from nonolab.study.board import Board
-from nonolab.study.codebook import coded_themes_ledger
+from nonolab.study.codebook import coded_themes_ledger, session_ratings
 from nonolab.study.logs import (
     EVENT_SPECS,
     IGNORED_TYPES,
@@ -287,7 +287,9 @@ def _ingest_study(study_dir: str | Path, preset: Preset) -> IngestResult:
         text_rows += res["texts"]
 
     pids = {r["participant_id"] for r in part_rows}
-    theme_rows, coded = coded_themes_ledger(study_dir, preset.get("themes") or {}, pids)
+    theme_rows, coded = coded_themes_ledger(
+        study_dir, preset.get("themes") or {}, pids, session_ratings(rating_rows)
+    )
     if coded is not None:
         inputs.append(coded)
         ledger.rows += theme_rows

@@ -8,7 +8,9 @@ platform explain:
 * ``follows preset``: a row about a participant whose log file the preset excludes (e.g. the
   coded survey responses of an excluded participant);
 * ``skipped puzzle``: a rating of -1, the platform's value for a skipped puzzle (kept, set
-  missing).
+  missing);
+* ``coded ratings (preset)``: a coded rating reason whose rating differs from the log's, kept,
+  when the preset says why (``themes.coded_ratings_differ``).
 
 Every other ledger row is a problem. Exit status: 0 when the study is usable as it is (only
 known rows), 1 when there are problems, 2 when the study cannot be read at all (the message
@@ -25,6 +27,8 @@ from typing import Any
 
 #: ledger reasons of a -1 rating (the platform's value for a skipped puzzle)
 _SKIPPED_RATING = re.compile(r"^(initial|final) rating -1 is not")
+#: ledger reasons of a coded rating reason that disagrees with the logs (kept)
+_CODED_DIFFERS = "the coded rating is used as it is"
 
 
 def _split_source(source: str) -> tuple[str, int | None]:
@@ -36,13 +40,20 @@ def _split_source(source: str) -> tuple[str, int | None]:
 
 
 def known_reason(
-    row: dict[str, Any], excluded: dict[str, str], analysed: frozenset[str] = frozenset()
+    row: dict[str, Any],
+    excluded: dict[str, str],
+    analysed: frozenset[str] = frozenset(),
+    coded_ratings_differ: bool = False,
 ) -> str | None:
     """Return why ledger ``row`` is expected (``preset``, ``follows preset``, ``skipped
     puzzle``), or None when it is a problem. ``excluded`` maps each log file the preset
     excludes (path relative to the study) to its participant id (the file stem); ``analysed``
-    holds the ids of the participants read, whose rows are never explained by an exclusion."""
+    holds the ids of the participants read, whose rows are never explained by an exclusion;
+    ``coded_ratings_differ``: the preset says why its coded ratings may differ from the logs
+    (``themes.coded_ratings_differ``), so such kept rows are known."""
     file, _ = _split_source(row["source"])
+    if coded_ratings_differ and row["action"] == "kept" and _CODED_DIFFERS in row["reason"]:
+        return "coded ratings (preset)"
     if row["level"] == "file" and file in excluded:
         return "preset"
     if row["id"] in excluded.values() and row["id"] not in analysed:
@@ -75,6 +86,7 @@ def validate_study(study: str | Path, preset_name: str = "auto") -> dict[str, An
     sources = log_sources(study, preset)
     excluded = {s.rel: s.path.stem for s in sources if s.participant_id is None}
     analysed = frozenset(s.participant_id for s in sources if s.participant_id is not None)
+    coded_differ = bool((preset.get("themes") or {}).get("coded_ratings_differ"))
     problems: list[dict[str, Any]] = []
     known: list[dict[str, Any]] = []
     for row in result.tables["ledger"].to_dict("records"):
@@ -87,7 +99,7 @@ def validate_study(study: str | Path, preset_name: str = "auto") -> dict[str, An
             "reason": row["reason"],
             "action": row["action"],
         }
-        why = known_reason(row, excluded, analysed)
+        why = known_reason(row, excluded, analysed, coded_differ)
         if why is None:
             problems.append(rec)
         else:
