@@ -16,6 +16,8 @@ rule ingest:
         puzzles=study_path("puzzle_file"),
         preset=PRESET_FILE,
         logs=study_logs(),
+        # the ingest cross-checks the coded responses against the logs (ledger rows)
+        coded=[CODED_RESPONSES] if HAS_THEMES else [],
     output:
         parquet=expand("results/ingest/{t}.parquet", t=INGEST_TABLES),
         csv=[
