@@ -216,6 +216,11 @@ def _ingest_study(study_dir: str | Path, preset: Preset) -> IngestResult:
     if not puzzle_path.is_file():
         raise StudyError(f"puzzle file {puzzle_path} does not exist (preset {preset.name})")
     puzzles = load_study_puzzles(puzzle_path)
+    if not puzzles:
+        raise StudyError(
+            f"puzzle file {puzzle_path} holds no puzzles: no session can be read (preset "
+            f"{preset.name})"
+        )
     ptab = puzzles_table(puzzles)
     by_label = {p.label: p for p in puzzles}
     sources = log_sources(study_dir, preset)

@@ -66,7 +66,9 @@ def known_reason(
 def validate_study(study: str | Path, preset_name: str = "auto") -> dict[str, Any]:
     """Return the validation report of the study folder ``study``.
 
-    Keys: ``study``, ``preset``, ``usable`` (no problems), ``problems`` and ``known`` (ledger
+    Keys: ``study``, ``preset``, ``usable`` (no problems), ``warnings`` (puzzles with more than
+    one solution, :func:`puzzle_warnings`; log globs that are absolute or match nothing,
+    :func:`glob_warnings`; they do not make the study unusable), ``problems`` and ``known`` (ledger
     rows as dicts: ``level``, ``file``, ``line`` (1-based, None for a whole file), ``id``,
     ``reason``, ``action``; known rows also ``known``, see :func:`known_reason`) and
     ``summary`` (``log_files``, ``files_excluded``, ``participants``,
@@ -105,6 +107,7 @@ def validate_study(study: str | Path, preset_name: str = "auto") -> dict[str, An
         else:
             known.append({**rec, "known": why})
     s = result.summary
+    warnings = puzzle_warnings(study, preset) + glob_warnings(study, preset)
     summary = {
         "log_files": s["log_files"],
         "files_excluded": s["files_excluded"],
@@ -121,9 +124,68 @@ def validate_study(study: str | Path, preset_name: str = "auto") -> dict[str, An
         "preset": preset.name,
         "usable": not problems,
         "problems": problems,
+        "warnings": warnings,
         "known": known,
         "summary": summary,
     }
+
+
+def puzzle_warnings(study: Path, preset: Any) -> list[dict[str, Any]]:
+    """Return one warning per puzzle of the study's puzzle file that has more than one
+    solution (or whose uniqueness the SAT check cannot settle): players could solve it
+    otherwise than its stored solution, and the features compare boards with that solution.
+    Each: ``level`` "puzzle", ``file``, ``line`` None, ``id`` (the puzzle id), ``reason``."""
+    from nonolab.sat.puzzles import grid_to_strings, load_study_puzzles
+    from nonolab.sat.solvers import uniqueness
+    from nonolab.study.presets import study_file
+
+    path = study_file(study, preset, "puzzle_file")
+    out = []
+    for p in load_study_puzzles(path):
+        u = uniqueness(p)
+        if u.status == "unique":
+            continue
+        if u.status == "multiple":
+            other = u.second_grid if u.grid == p.solution else u.grid  # not the stored one
+            second = "/".join(grid_to_strings(other or ()))
+            why = f"has more than one solution (another: {second}); ratings and features may not mean the same puzzle"
+        else:
+            why = f"uniqueness not settled by the SAT check ({u.status})"
+        out.append(
+            {
+                "level": "puzzle",
+                "file": preset.puzzle_file,
+                "line": None,
+                "id": p.label,
+                "reason": why,
+            }
+        )
+    return out
+
+
+def glob_warnings(study: Path, preset: Any) -> list[dict[str, Any]]:
+    """Return one warning per log glob of the preset that is absolute (globs are relative to
+    the study folder: it matches nothing there) or reads nothing: no glob matches a file in the
+    folder it starts from (a misspelt folder; the default preset's ``*.json`` beside a folder of
+    ``*.ndjson`` logs is not reported)."""
+    from nonolab.study.presets import _find_logs, _glob_root
+
+    globs = list(preset.get("log_globs", []))
+    found = _find_logs(study, globs)[0]
+    out = []
+    for glob in globs:
+        root = _glob_root(study, glob).relative_to(study).as_posix()
+        inside = [rel for rel in found if root == "." or rel.startswith(root + "/")]
+        if glob.startswith("/") or re.match(r"^[A-Za-z]:[\\/]", glob):
+            why = f"log glob {glob!r} is absolute; globs are relative to the study folder"
+        elif not inside:
+            why = f"log glob {glob!r} matches no file under the study folder"
+        else:
+            continue
+        out.append(
+            {"level": "preset", "file": str(preset.path), "line": None, "id": glob, "reason": why}
+        )
+    return out
 
 
 def _row_text(rec: dict[str, Any]) -> str:
@@ -132,12 +194,19 @@ def _row_text(rec: dict[str, Any]) -> str:
     return f"  {rec['level']:<11} {where}  {rec['id']}: {rec['reason']} ({rec['action']}){tail}"
 
 
+def _warning_text(rec: dict[str, Any]) -> str:
+    return f"  {rec['level']:<11} {rec['file']}  {rec['id']}: {rec['reason']}"
+
+
 def format_report(report: dict[str, Any]) -> str:
     """Return the text form of a :func:`validate_study` report."""
     s = report["summary"]
     out = [f"study {report['study']} (preset {report['preset']})"]
     out.append(f"problems: {len(report['problems']) or 'none'}")
     out += [_row_text(r) for r in report["problems"]]
+    warnings = report.get("warnings", [])
+    out.append(f"warnings: {len(warnings) or 'none'}")
+    out += [_warning_text(w) for w in warnings]
     out.append(f"known exclusions and notes: {len(report['known']) or 'none'}")
     out += [_row_text(r) for r in report["known"]]
     ignored = f" + {s['lines_ignored']} ignored" if s["lines_ignored"] else ""
