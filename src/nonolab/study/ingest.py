@@ -232,6 +232,12 @@ def _ingest_study(study_dir: str | Path, preset: Preset) -> IngestResult:
     ptab = puzzles_table(puzzles)
     by_label = {p.label: p for p in puzzles}
     sources = log_sources(study_dir, preset)
+    if sources and not any(s.read for s in sources):
+        listed = "; ".join(f"{s.rel} ({s.reason})" for s in sources[:5])
+        raise StudyError(
+            f"no log file under {study_dir} is read with the preset {preset.name} globs "
+            f"{preset.get('log_globs')}: {listed}"
+        )
     if not sources:
         raise StudyError(
             f"no log files under {study_dir} match the preset {preset.name} globs "
