@@ -80,6 +80,12 @@ GLOBAL_OPS = (
     "puzzle_drop",
     "puzzle_corrupt_bytes",
 )
+#: operators that find a contract hole nobody has closed yet: left out of the fuzzer's draws
+#: (so that it checks everything else), each kept as an open regression case
+#: (tests/contract/regressions/, a strict xfail) and listed in docs/bad-input.md
+OPEN_OPS = {
+    "coded_drop_row": "no check that every logged rating reason has a coded-responses row",
+}
 STRUCTURAL = (b'"session_start_three"', b'"survey_submit"', b'"ended_without_full_completion"',
               b'"completed_all_three"')  # fmt: skip
 

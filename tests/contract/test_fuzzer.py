@@ -28,6 +28,7 @@ from mutations import (
     BASES,
     GLOBAL_OPS,
     LOG_OPS,
+    OPEN_OPS,
     ContractViolation,
     base_study,
     check_cases,
@@ -53,7 +54,9 @@ def ops(names):
 log_batch = st.lists(ops(LOG_OPS), min_size=PARTICIPANTS, max_size=PARTICIPANTS).map(
     lambda batch: [{"p": p, "ops": o} for p, o in enumerate(batch)]
 )
-global_case = st.fixed_dictionaries({"global": st.just(True), "ops": ops(GLOBAL_OPS)})
+global_case = st.fixed_dictionaries(
+    {"global": st.just(True), "ops": ops([o for o in GLOBAL_OPS if o not in OPEN_OPS])}
+)
 SETTINGS = {
     "deadline": None,
     "suppress_health_check": [HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
