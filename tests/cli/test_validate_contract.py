@@ -57,12 +57,20 @@ def test_empty_puzzle_file_says_no_puzzles(tmp_path, capsys, content):
     assert "holds no puzzles" in err and "excluded" not in err
 
 
+def test_absolute_log_glob_is_refused(tmp_path):
+    """Nothing outside the study: an absolute glob is an error naming the key and the value
+    (tests/contract/test_study_paths.py), not a warning."""
+    root = write_study(tmp_path / "s", {"p1": good_session()})
+    (root / "preset.yaml").write_text(
+        "extends: default\nname: t\nlog_globs:\n  - backend/logs/*.ndjson\n  - /abs/logs/*.ndjson\n"
+    )
+    with pytest.raises(StudyError, match=r"log_globs\[1\]: '/abs/logs/\*\.ndjson' is an absolute"):
+        validate_study(root, str(root / "preset.yaml"))
+
+
 @pytest.mark.parametrize(
     ("glob", "says"),
-    [
-        ("/abs/logs/*.ndjson", "is absolute; globs are relative to the study folder"),
-        ("backend/log/*.ndjson", "matches no file under the study folder"),
-    ],
+    [("backend/log/*.ndjson", "matches no file under the study folder")],
 )
 def test_absolute_or_empty_log_glob_is_a_warning(tmp_path, glob, says):
     root = write_study(tmp_path / "s", {"p1": good_session()})

@@ -145,6 +145,8 @@ def _shift(line: bytes, delta: timedelta) -> bytes:
 
 
 def _rename(m: Mutated, old: str, new: str) -> None:
+    if new == old:
+        return
     m.files[new] = m.files[old]
     m.files[old] = None
     m.origin[new] = m.origin.pop(old, old)
@@ -300,6 +302,8 @@ def apply_global_op(m: Mutated, op: dict[str, Any]) -> None:
         rel = m.coded_rel
         rows = _csv_rows(m.files[rel])
         header = rows[0].decode("utf-8").split(",")
+        if "final_difficulty" not in header or "source_file" not in header:
+            return  # a required column dropped by an earlier operator
         body = [i for i in range(1, len(rows)) if rows[i].strip()]
         i = body[a % len(body)]
         import csv
@@ -324,6 +328,8 @@ def apply_global_op(m: Mutated, op: dict[str, Any]) -> None:
             cells[header.index("source_file")] = "Nobody-p0.ndjson"
             rows[i] = put(cells)
         elif name == "coded_unknown_puzzle":
+            if "puzzle_id" not in header:
+                return
             cells[header.index("puzzle_id")] = ("97", "abc", "")[b % 3]
             rows[i] = put(cells)
         elif name == "coded_bad_code":
@@ -351,7 +357,16 @@ def apply_global_op(m: Mutated, op: dict[str, Any]) -> None:
         return
     rel = m.puzzle_rel
     data = m.files[rel]
-    puzzles = json.loads(data)
+    try:
+        puzzles = json.loads(data)
+    except ValueError:  # corrupted by an earlier operator: left as it is
+        return
+    if (
+        not isinstance(puzzles, list)
+        or not puzzles
+        or not all(isinstance(q, dict) for q in puzzles)
+    ):
+        return
     k = a % len(puzzles)
     if name in ("puzzle_change_clue", "puzzle_change_solution"):
         # only a puzzle that gives its clues: the clues are then checked against the solution
