@@ -9,10 +9,16 @@ CORES ?= 2
 STUDY ?=
 SNAKE_ARGS ?=
 RESULTS ?=
-STUDY_CONFIG := $(if $(STUDY),--config study_dir=$(abspath $(STUDY)),)
+# STUDY and RESULTS reach the recipes through the environment, quoted there, so that paths with
+# spaces or shell metacharacters work: `make reproduce STUDY="/data/my study" RESULTS="out (1)"`.
+# `nonolab run` turns them into Snakemake arguments (--config study_dir=..., --directory ...).
 # RESULTS=dir: results/ (and .snakemake/) go under dir instead of this checkout.
-DIR_ARGS := $(if $(RESULTS),--snakefile $(CURDIR)/Snakefile --directory $(abspath $(RESULTS)),)
-REPORT := $(abspath $(or $(RESULTS),.))/results/report.html
+# ($(value ...): a `$` in a path stays a `$`.)
+export NONOLAB_STUDY := $(value STUDY)
+export NONOLAB_RESULTS := $(value RESULTS)
+RUN := $(BIN)/python -m nonolab run --cores $(CORES) $${NONOLAB_STUDY:+--study "$$NONOLAB_STUDY"} \
+	--directory "$${NONOLAB_RESULTS:-.}"
+REPORT := "$$(cd "$${NONOLAB_RESULTS:-.}" && pwd)/results/report.html"
 # Figure rules are named fig_*: `make figures` reruns only them (tables are reused as they are).
 FIGURE_RULES := $(shell grep -ho '^rule fig_[a-z0-9_]*' workflow/rules/*.smk | cut -d' ' -f2)
 
@@ -42,14 +48,14 @@ install: $(VENV)/.installed
 
 # Targets and options come before --config, which takes every word after it.
 reproduce: install
-	$(BIN)/snakemake $(DIR_ARGS) $(SNAKE_ARGS) --cores $(CORES) $(STUDY_CONFIG)
-	$(BIN)/snakemake $(DIR_ARGS) --report $(REPORT) --cores $(CORES) $(STUDY_CONFIG)
+	$(RUN) -- $(SNAKE_ARGS)
+	$(RUN) -- --report $(REPORT)
 
 figures: install
-	$(BIN)/snakemake $(DIR_ARGS) figures --forcerun $(FIGURE_RULES) --cores $(CORES) $(STUDY_CONFIG)
+	$(RUN) figures -- --forcerun $(FIGURE_RULES)
 
 report: install
-	$(BIN)/snakemake $(DIR_ARGS) --report $(REPORT) --cores $(CORES) $(STUDY_CONFIG)
+	$(RUN) -- --report $(REPORT)
 
 lint: install
 	$(BIN)/ruff check src scripts tests benchmarks setup.py
@@ -80,7 +86,7 @@ bench-recovery: install
 # From a clean results folder in a temporary directory; default study: ../shared/study-data if
 # present, else data/example-study. Writes results/bench/pipeline.json.
 bench-pipeline: install
-	$(BIN)/python benchmarks/pipeline_bench.py --cores $(CORES) $(if $(STUDY),--study $(abspath $(STUDY)),)
+	$(BIN)/python benchmarks/pipeline_bench.py --cores $(CORES) $${NONOLAB_STUDY:+--study "$$NONOLAB_STUDY"}
 
 clean:
 	rm -rf results .snakemake

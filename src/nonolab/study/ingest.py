@@ -37,8 +37,9 @@ from typing import Any
 
 import pandas as pd
 
+from nonolab.core.hashing import file_sha256
 from nonolab.core.strict import lookalikes
-from nonolab.core.tables import write_json, write_parquet_table, write_table
+from nonolab.core.tables import atomic_folder, write_json, write_parquet_table, write_table
 from nonolab.sat.puzzles import Puzzle, load_study_puzzles
 from nonolab.study.board import Board
 from nonolab.study.codebook import coded_themes_ledger, session_ratings
@@ -52,7 +53,14 @@ from nonolab.study.logs import (
     UnknownEventType,
     read_log_lines,
 )
-from nonolab.study.presets import LogSource, Preset, StudyError, log_sources, study_file
+from nonolab.study.presets import (
+    OUTSIDE_LINKS,
+    LogSource,
+    Preset,
+    StudyError,
+    log_sources,
+    study_file,
+)
 from nonolab.study.schemas import coerce_table, validate_table
 from nonolab.study.schemas import columns as _columns
 
@@ -224,6 +232,12 @@ def _ingest_study(study_dir: str | Path, preset: Preset) -> IngestResult:
     ptab = puzzles_table(puzzles)
     by_label = {p.label: p for p in puzzles}
     sources = log_sources(study_dir, preset)
+    if sources and not any(s.read for s in sources):
+        listed = "; ".join(f"{s.rel} ({s.reason})" for s in sources[:5])
+        raise StudyError(
+            f"no log file under {study_dir} is read with the preset {preset.name} globs "
+            f"{preset.get('log_globs')}: {listed}"
+        )
     if not sources:
         raise StudyError(
             f"no log files under {study_dir} match the preset {preset.name} globs "
@@ -258,7 +272,7 @@ def _ingest_study(study_dir: str | Path, preset: Preset) -> IngestResult:
             counts["events_excluded"] += out["n_lines"]
             counts["files_excluded"] += 1
             continue
-        ledger.rows += out["ledger"]
+        ledger.rows += [_name_puzzle_file(r, preset.puzzle_file) for r in out["ledger"]]
         key = out.get("start_key")
         if key is not None and src.participant_id is not None:
             if key in first_with_start:
@@ -293,7 +307,11 @@ def _ingest_study(study_dir: str | Path, preset: Preset) -> IngestResult:
 
     pids = {r["participant_id"] for r in part_rows}
     theme_rows, coded = coded_themes_ledger(
-        study_dir, preset.get("themes") or {}, pids, session_ratings(rating_rows)
+        study_dir,
+        preset.get("themes") or {},
+        pids,
+        session_ratings(rating_rows),
+        bool(preset.get(OUTSIDE_LINKS, False)),
     )
     if coded is not None:
         inputs.append(coded)
@@ -328,6 +346,15 @@ def _lookalike_participants(sources: list[LogSource], ledger: _Ledger) -> None:
             "letter case: two participants; exclude one in the preset if they are one person"
         )
         ledger.add("file", src.rel, second, why, "kept")
+
+
+def _name_puzzle_file(row: dict[str, str], puzzle_file: str) -> dict[str, str]:
+    """Return ledger ``row`` with "the puzzle file" in its reason followed by the file's path
+    (relative to the study), so that a problem caused by an edit of the puzzle file names it."""
+    reason = row["reason"]
+    if reason.endswith("not in the puzzle file"):
+        return row | {"reason": f"{reason} {puzzle_file}"}
+    return row
 
 
 def _summary(
@@ -1125,33 +1152,102 @@ def _events_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
     return df[_columns("events")]
 
 
-def write_ingest(result: IngestResult, out_dir: str | Path, params: dict | None = None) -> None:
-    """Write every table as Parquet (CSV too for human-facing ones) plus summary.json.
+#: the file of an ingest folder that lists every other file with its sha256 (written last)
+MANIFEST = "manifest.json"
+
+
+def write_ingest(
+    result: IngestResult,
+    out_dir: str | Path,
+    params: dict | None = None,
+    extra_json: dict[str, Any] | None = None,
+) -> None:
+    """Write every table as Parquet (CSV too for human-facing ones), summary.json, the JSON
+    files of ``extra_json`` (``{file name: object}``) and ``manifest.json``, replacing
+    ``out_dir`` as a whole.
 
     Each table gets a provenance sidecar (:func:`nonolab.core.tables.write_table` for the
-    human-facing ones, :func:`nonolab.core.tables.write_parquet_table` for the others). Raises
-    :class:`StudyError` when ``out_dir`` is an existing file or cannot be created.
+    human-facing ones, :func:`nonolab.core.tables.write_parquet_table` for the others). The
+    files are written into a new sibling folder that then takes the place of ``out_dir``
+    (:func:`nonolab.core.tables.atomic_folder`): a killed or failed run leaves the previous
+    complete folder (or none), never a mix of two runs. ``manifest.json`` lists every file
+    with its sha256 and the ``run_id`` (the sha256 of that list); :func:`read_ingest` checks
+    it. Raises :class:`StudyError` when ``out_dir`` is an existing file, or a folder holding
+    files that are not an ingest output (they would be lost), and
+    :class:`nonolab.core.tables.OutputError` naming the file or folder that could not be
+    written.
     """
     out = Path(out_dir)
     if out.exists() and not out.is_dir():
         raise StudyError(f"output folder {out} exists and is not a folder; give another path")
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise StudyError(f"cannot create the output folder {out}: {exc.strerror or exc}") from None
-    for name, df in result.tables.items():
-        if name in HUMAN_TABLES:
-            write_table(
-                df, out / f"{name}.csv", inputs=result.inputs, params=params, formats=("parquet",)
+    if out.is_dir() and any(out.iterdir()):
+        if not ((out / MANIFEST).is_file() or (out / "summary.json").is_file()):
+            raise StudyError(
+                f"output folder {out} holds files that are not an ingest output (no {MANIFEST} "
+                "or summary.json); the ingest replaces its whole output folder: give an empty "
+                "or new folder"
             )
-        else:
-            write_parquet_table(df, out / f"{name}.parquet", inputs=result.inputs, params=params)
-    write_json(result.summary, out / "summary.json")
+    with atomic_folder(out) as tmp:
+        for name, df in result.tables.items():
+            if name in HUMAN_TABLES:
+                write_table(
+                    df,
+                    tmp / f"{name}.csv",
+                    inputs=result.inputs,
+                    params=params,
+                    formats=("parquet",),
+                )
+            else:
+                write_parquet_table(
+                    df, tmp / f"{name}.parquet", inputs=result.inputs, params=params
+                )
+        write_json(result.summary, tmp / "summary.json")
+        for file_name, obj in (extra_json or {}).items():
+            write_json(obj, tmp / file_name)
+        files = {
+            f.name: file_sha256(f) for f in sorted(tmp.iterdir()) if not f.name.startswith(".")
+        }
+        run_id = hashlib.sha256(json.dumps(files, sort_keys=True).encode()).hexdigest()
+        write_json({"files": files, "run_id": run_id}, tmp / MANIFEST)
+
+
+def check_ingest_folder(out_dir: str | Path) -> str:
+    """Return the ``run_id`` of a complete ingest folder written by :func:`write_ingest`.
+
+    Raises :class:`StudyError` naming the folder and the file when it is not one run's
+    complete output: no ``manifest.json``, a listed file missing, or a file whose sha256
+    differs from the manifest's (a file of another run, or a half-written one)."""
+    out = Path(out_dir)
+    if not out.is_dir():
+        raise StudyError(f"ingest folder {out} does not exist (run `nonolab ingest` first)")
+    try:
+        manifest = json.loads((out / MANIFEST).read_text(encoding="utf-8"))
+        files, run_id = dict(manifest["files"]), str(manifest["run_id"])
+    except (OSError, ValueError, KeyError, TypeError):
+        raise StudyError(
+            f"ingest folder {out} has no readable {MANIFEST}: it is not the complete output of "
+            "one `nonolab ingest` run; run the ingest again"
+        ) from None
+    for name, want in files.items():
+        path = out / name
+        if not path.is_file():
+            raise StudyError(f"ingest folder {out} is incomplete: {name} is missing")
+        if file_sha256(path) != want:
+            raise StudyError(
+                f"ingest folder {out} is inconsistent: {name} is not the file its run "
+                f"{run_id[:12]} wrote (a mix of two runs?); run the ingest again"
+            )
+    missing = [f"{t}.parquet" for t in TABLES if f"{t}.parquet" not in files]
+    if missing:
+        raise StudyError(f"ingest folder {out} is incomplete: {missing} not in its {MANIFEST}")
+    return run_id
 
 
 def read_ingest(out_dir: str | Path) -> dict[str, pd.DataFrame]:
-    """Return the ingest tables written by :func:`write_ingest` (from their Parquet files)."""
+    """Return the ingest tables written by :func:`write_ingest` (from their Parquet files),
+    after checking the folder is one run's complete output (:func:`check_ingest_folder`)."""
     out = Path(out_dir)
+    check_ingest_folder(out)
     return {name: pd.read_parquet(out / f"{name}.parquet") for name in TABLES}
 
 
@@ -1159,6 +1255,7 @@ EVENT_TYPE_NAMES = tuple(EVENT_SPECS) + tuple(IGNORED_TYPES)
 __all__ = [
     "IngestResult",
     "LogLineError",
+    "check_ingest_folder",
     "expertise_items",
     "ingest_study",
     "puzzles_table",

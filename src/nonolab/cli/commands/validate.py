@@ -85,8 +85,15 @@ def validate_study(study: str | Path, preset_name: str = "auto") -> dict[str, An
         raise StudyError(f"study folder {study} {what}")
     preset = resolve_preset(study, preset_name)
     result = ingest_study(study, preset)
-    sources = log_sources(study, preset)
-    excluded = {s.rel: s.path.stem for s in sources if s.participant_id is None}
+    return validation_report(result, study, preset, log_sources(study, preset))
+
+
+def validation_report(result: Any, study: Path, preset: Any, sources: list[Any]) -> dict[str, Any]:
+    """Return the :func:`validate_study` report of an ingest ``result`` of ``study`` read with
+    ``preset``, whose log files are ``sources`` (:func:`nonolab.study.presets.log_sources`)."""
+    # only the files the preset excludes are known; a file not read (renamed, a link outside
+    # the study, not UTF-8) is a problem
+    excluded = {s.rel: s.path.stem for s in sources if s.participant_id is None and s.read}
     analysed = frozenset(s.participant_id for s in sources if s.participant_id is not None)
     coded_differ = bool((preset.get("themes") or {}).get("coded_ratings_differ"))
     problems: list[dict[str, Any]] = []
