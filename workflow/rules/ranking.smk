@@ -44,6 +44,8 @@ rule ranking:
         n_boot=config["ranking"]["bootstrap"],
         ci_level=config["ranking"]["ci_level"],
         seed=RANKING_SEED,
+        # the published analysis's k-squared intervals beside ours, only when it exists
+        published=bool(PRESET.get("published")),
     script:
         "../../scripts/ranking.py"
 
