@@ -170,12 +170,18 @@ def _default_config() -> dict[str, Any]:
 
 def caption_config(results_dir: str | os.PathLike, config: dict | None = None) -> dict[str, Any]:
     """Return a copy of ``config`` (default: the shipped ``config/config.yaml``) with the study's
-    facts as ``results_study`` (:func:`study_facts`) and ``published_alignment`` set from them
-    unless the config sets it: the ``snakemake.config`` the captions are rendered with."""
+    facts as ``results_study`` (:func:`study_facts`), ``published_alignment`` set from them
+    unless the config sets it, and a null ``simulate.power.per_session`` resolved to the
+    study's puzzles per session (as the workflow does): the ``snakemake.config`` the captions
+    are rendered with."""
     cfg = copy.deepcopy(config) if config is not None else _default_config()
     facts = study_facts(results_dir)
     cfg["results_study"] = {**(cfg.get("results_study") or {}), **facts}
     cfg.setdefault("published_alignment", facts["published"])
+    # the power analysis's puzzles per participant: as the workflow resolves it (the study's)
+    power = cfg.setdefault("simulate", {}).setdefault("power", {})
+    if power.get("per_session") is None and facts["puzzles_per_session"]:
+        power["per_session"] = max(2, max(facts["puzzles_per_session"]))
     return cfg
 
 

@@ -76,5 +76,9 @@ def power_figure(table: pd.DataFrame, alpha: float | None = None) -> Figure:
             Line2D([], [], color="k", ls="-", label="Bradley-Terry ranking"),
             Line2D([], [], color="k", ls="--", label="mean final rating"),
         ]
-        axes[-1].legend(handles=style_keys, loc="lower right")
+        if len(axes) > 1:
+            axes[-1].legend(handles=style_keys, loc="lower right")
+        else:  # one panel: one legend with both keys (a second would replace the first)
+            handles, _ = axes[0].get_legend_handles_labels()
+            axes[0].legend(handles=handles + style_keys, loc="upper left")
     return fig
