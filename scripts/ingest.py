@@ -27,6 +27,8 @@ counts = {
     "participants": summary["participants"],
     "attempts": summary["attempts"],
     "puzzles": len(summary["attempts_per_puzzle"]),
+    # whether the preset has a published analysis (captions: nonolab.report.captions)
+    "published": bool(preset.data.get("published")),
 }
 write_json(study_identity(study, preset) | counts, snakemake.output.study)
 log.info("summary: %s", json.dumps(result.summary, indent=1, sort_keys=True))
