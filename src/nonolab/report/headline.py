@@ -40,7 +40,7 @@ def fmt(value: Any, digits: int = 3) -> str:
         return str(value) if str(value).strip() else "n/a"
     if x == 0:
         return "0"
-    if abs(x) < 10 ** -(digits):
+    if abs(x) < 10**-(digits):
         return f"{x:.{max(digits - 1, 1)}e}"
     if abs(x) >= 10**6:
         return f"{x:.{digits}g}"
@@ -279,9 +279,7 @@ def errata_sentences(root: Path) -> list[str]:
     names = {"change_category": "by kind of change", "cause_evidence": "by evidence"}
     for col, counts in errata_counts(t).items():
         label = names.get(col, f"by {col.replace('_', ' ')}")
-        out.append(
-            f"Changes {label}: " + "; ".join(f"{k}: {v}" for k, v in counts.items()) + "."
-        )
+        out.append(f"Changes {label}: " + "; ".join(f"{k}: {v}" for k, v in counts.items()) + ".")
     changed = conclusion_changes(t)
     if changed.empty:
         out.append("No conclusion changes.")

@@ -256,20 +256,22 @@ def _study_html(root: Path, facts: dict[str, Any], ledger_anchor: str | None) ->
         levels = summary.get("ledger_by_level") or {}
         if levels:
             excl.append(", ".join(f"{k}: {v}" for k, v in sorted(levels.items())))
-    link = (
-        f' (<a href="#{ledger_anchor}">the exclusion ledger</a>)' if ledger_anchor else ""
-    )
+    link = f' (<a href="#{ledger_anchor}">the exclusion ledger</a>)' if ledger_anchor else ""
     exclusions = (
         f"<p>Exclusions: {text('. '.join(excl))}{link}.</p>" if excl else "<p>No ingest.</p>"
     )
-    return f'<section id="study"><h2>The study</h2><dl class="study">{dl}</dl>{exclusions}</section>'
+    return (
+        f'<section id="study"><h2>The study</h2><dl class="study">{dl}</dl>{exclusions}</section>'
+    )
 
 
 def _sentences_html(title: str, anchor: str, groups: list[list[str]]) -> str:
     items = "".join(f"<li>{text(s)}</li>" for g in groups for s in g)
     if not items:
         items = "<li>No results yet.</li>"
-    return f'<section id="{anchor}"><h2>{text(title)}</h2><ul class="headline">{items}</ul></section>'
+    return (
+        f'<section id="{anchor}"><h2>{text(title)}</h2><ul class="headline">{items}</ul></section>'
+    )
 
 
 def _provenance_html(root: Path, files: list[Path]) -> str:
@@ -317,9 +319,9 @@ line-height:1.45}
 header{background:#17324d;color:#fff;padding:1.2em 2em}header h1{margin:0;font-size:1.6em}
 header p{margin:.3em 0 0}
 .layout{display:flex;align-items:flex-start}
-nav{position:sticky;top:0;max-height:100vh;overflow:auto;width:17em;flex:none;
+nav.toc{position:sticky;top:0;max-height:100vh;overflow:auto;width:17em;flex:none;
 padding:1em;border-right:1px solid #ddd;font-size:.85em;box-sizing:border-box}
-nav ul{padding-left:1em;margin:.2em 0}nav a{color:#17324d;text-decoration:none}
+nav.toc ul{padding-left:1em;margin:.2em 0}nav.toc a{color:#17324d;text-decoration:none}
 main{padding:1em 2em;min-width:0;flex:1}
 h2{border-bottom:2px solid #17324d;padding-bottom:.2em;margin-top:1.6em}
 dl.study{display:grid;grid-template-columns:max-content 1fr;gap:.2em 1em}
@@ -348,10 +350,16 @@ _INIT_JS = """
   const settings = JSON.parse(document.getElementById("report-settings").textContent);
   document.querySelectorAll("table.nl-table").forEach((table) => {
     const long = table.dataset.kind === "long";
+    // DataTables puts its controls around the table: take the table out of its scrolling
+    // box first, and put the box back around the table alone, so the controls stay in view.
+    const box = table.parentElement;
+    box.replaceWith(table);
     new DataTable(table, {
       order: [], paging: long, searching: long, info: long, lengthChange: long,
       pageLength: settings.page_length, autoWidth: false,
     });
+    table.parentNode.insertBefore(box, table);
+    box.appendChild(table);
   });
   document.body.dataset.tables = "ready";
 })().catch((err) => { console.error("interactive tables:", err); });
@@ -411,7 +419,9 @@ def render_report(results_dir: str | os.PathLike) -> str:
     for key, heading in SECTIONS.items():
         if not items[key]:
             continue
-        parts.append(f'<section id="s-{key}"><h2>{text(heading)}</h2>{"".join(items[key])}</section>')
+        parts.append(
+            f'<section id="s-{key}"><h2>{text(heading)}</h2>{"".join(items[key])}</section>'
+        )
         sub = "".join(f'<li><a href="#{a}">{text(t)}</a></li>' for a, t in toc[key])
         toc_html += f'<li><a href="#s-{key}">{text(heading)}</a><ul>{sub}</ul></li>'
     prov = _provenance_html(root, shown)
@@ -432,7 +442,7 @@ def render_report(results_dir: str | os.PathLike) -> str:
         f"<style>{css}</style><style>{_CSS}</style></head><body>"
         f"<header><h1>{text(name)}</h1><p>Nonogram difficulty study report (nonolab), "
         f"preset {text(facts.get('preset') or 'unknown')}</p></header>"
-        f'<div class="layout"><nav><strong>Contents</strong><ul>{toc_html}</ul></nav>'
+        f'<div class="layout"><nav class="toc"><strong>Contents</strong><ul>{toc_html}</ul></nav>'
         f"<main>{''.join(parts)}</main></div>"
         f'<script type="application/json" id="report-metadata">{script_json(meta)}</script>'
         f'<script type="application/json" id="report-settings">{script_json(settings)}</script>'
