@@ -72,10 +72,11 @@ def rst_to_html(source: str) -> str:
     HTML, file inclusion and error messages disabled: text is escaped by docutils, markup
     becomes elements."""
     from docutils.core import publish_parts
+    from docutils.writers.html5_polyglot import Writer
 
     parts = publish_parts(
         source=source,
-        writer_name="html5",
+        writer=Writer(),
         settings_overrides={
             "raw_enabled": False,
             "file_insertion_enabled": False,
@@ -340,7 +341,7 @@ table.nl-table thead th{background:#f2f4f7}
 #: start-up of the interactive tables: import the embedded DataTables bundle (a module given
 #: as base64 in the element #datatables-bundle), make every table sortable; long tables
 #: (data-kind="long") also get a search box and pages. Static code: no study data in it.
-_INIT_JS = """
+INIT_JS = """
 (async () => {
   const b64 = document.getElementById("datatables-bundle").textContent.trim();
   const bytes = Uint8Array.from(atob(b64), (c) => c.charCodeAt(0));
@@ -447,7 +448,7 @@ def render_report(results_dir: str | os.PathLike) -> str:
         f'<script type="application/json" id="report-metadata">{script_json(meta)}</script>'
         f'<script type="application/json" id="report-settings">{script_json(settings)}</script>'
         f'<script type="text/plain" id="datatables-bundle">{bundle}</script>'
-        f'<script type="module">{_INIT_JS}</script>'
+        f'<script type="module">{INIT_JS}</script>'
         "</body></html>\n"
     )
 
