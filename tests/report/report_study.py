@@ -11,15 +11,19 @@ REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "data" / "example-study"
 #: the string of issue 25: closes a script block and opens another
 HOSTILE = "</script><script>alert(1)</script>"
+#: the same in a form Snakemake (9.x) accepts in a path: it reads ``<name>`` with a lower-case
+#: name as a path variable and stops; HTML tag names are case-insensitive, so this is as hostile
+HOSTILE_WORKFLOW = "</script><SCRIPT>alert(1)</script>"
 #: a second one for attributes and event handlers
 HOSTILE_IMG = '"><img src=x onerror=alert(5)>'
 
 
-def hostile_study(base: Path, name: str = HOSTILE) -> tuple[Path, Path]:
-    """Copy the example study under ``base`` to a folder whose path contains ``name`` (the
-    slashes in it make nested folders) and write a preset (``extends: default``) whose name is
-    ``name``; return ``(study folder, preset file)``."""
-    study = base / ("s" + name + "'&x" + HOSTILE_IMG.replace("/", "_"))
+def hostile_study(base: Path, name: str = HOSTILE, folder: str | None = None) -> tuple[Path, Path]:
+    """Copy the example study under ``base`` to a folder whose path contains ``folder``
+    (default ``name``; the slashes in it make nested folders) and write a preset
+    (``extends: default``) whose name is ``name``; return ``(study folder, preset file)``."""
+    folder = name if folder is None else folder
+    study = base / ("s" + folder + "'&x" + HOSTILE_IMG.replace("/", "_"))
     shutil.copytree(EXAMPLE, study)
     preset = base / "hostile-preset.yaml"
     # a YAML double-quoted string: escape backslashes and quotes
