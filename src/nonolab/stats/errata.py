@@ -694,8 +694,8 @@ def theme_fdr_rows(
             inference="Mann-Whitney U of final difficulty, responses with vs without the theme",
             family=f"published: the {len(family)} themes with n >= {min_present}; corrected: "
             f"all {len(tested)} themes tested (BH)",
-            effect_published=float(r["rank_biserial"]),
-            effect_corrected=float(r["rank_biserial"]),
+            effect_published=float(r.get("rank_biserial", np.nan)),
+            effect_corrected=float(r.get("rank_biserial", np.nan)),
             p_published=float(r["p"]),
             p_corrected=float(r["p"]),
             p_published_adjusted=rep,
