@@ -12,7 +12,8 @@ RESULTS ?=
 STUDY_CONFIG := $(if $(STUDY),--config study_dir=$(abspath $(STUDY)),)
 # RESULTS=dir: results/ (and .snakemake/) go under dir instead of this checkout.
 DIR_ARGS := $(if $(RESULTS),--snakefile $(CURDIR)/Snakefile --directory $(abspath $(RESULTS)),)
-REPORT := $(abspath $(or $(RESULTS),.))/results/report.html
+RESULTS_ROOT := $(abspath $(or $(RESULTS),.))
+REPORT := $(RESULTS_ROOT)/results/report.html
 # Figure rules are named fig_*: `make figures` reruns only them (tables are reused as they are).
 FIGURE_RULES := $(shell grep -ho '^rule fig_[a-z0-9_]*' workflow/rules/*.smk | cut -d' ' -f2)
 
@@ -21,7 +22,7 @@ FIGURE_RULES := $(shell grep -ho '^rule fig_[a-z0-9_]*' workflow/rules/*.smk | c
 help:
 	@echo "make reproduce [STUDY=path] [RESULTS=dir]  run the workflow, write [dir/]results/"
 	@echo "make figures                 redraw figures from existing tables"
-	@echo "make report                  build results/report.html"
+	@echo "make report [RESULTS=dir]    build [dir/]results/report.html (the study report)"
 	@echo "make test                    ruff, snakefmt --check, snakemake --lint, lint-imports, pytest"
 	@echo "make bench                   solve benchmark (needs the bench extra: OR-Tools)"
 	@echo "make bench-scale             ingest/features/models at 1,000 and 10,000 participants"
@@ -43,13 +44,14 @@ install: $(VENV)/.installed
 # Targets and options come before --config, which takes every word after it.
 reproduce: install
 	$(BIN)/snakemake $(DIR_ARGS) $(SNAKE_ARGS) --cores $(CORES) $(STUDY_CONFIG)
-	$(BIN)/snakemake $(DIR_ARGS) --report $(REPORT) --cores $(CORES) $(STUDY_CONFIG)
+	$(BIN)/nonolab report --results "$(RESULTS_ROOT)" --out "$(REPORT)"
 
 figures: install
 	$(BIN)/snakemake $(DIR_ARGS) figures --forcerun $(FIGURE_RULES) --cores $(CORES) $(STUDY_CONFIG)
 
+# The study report (nonolab report): one self-contained HTML page from the results as they are.
 report: install
-	$(BIN)/snakemake $(DIR_ARGS) --report $(REPORT) --cores $(CORES) $(STUDY_CONFIG)
+	$(BIN)/nonolab report --results "$(RESULTS_ROOT)" --out "$(REPORT)"
 
 lint: install
 	$(BIN)/ruff check src scripts tests benchmarks setup.py
