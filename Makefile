@@ -1,27 +1,34 @@
 # nonolab: two commands on a fresh machine with Python 3.11 and pip:
 #   make reproduce   (whole workflow on the configured study; STUDY=path for another study,
-#                     RESULTS=dir to keep its results apart: one results folder per study)
+#                     PRESET=name|file for its preset, RESULTS=dir to keep its results apart:
+#                     one results folder per study, which remembers its study and preset)
 #   make test        (lint + tests)
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 CORES ?= 2
 STUDY ?=
+PRESET ?=
 SNAKE_ARGS ?=
 RESULTS ?=
-STUDY_CONFIG := $(if $(STUDY),--config study_dir=$(abspath $(STUDY)),)
-# RESULTS=dir: results/ (and .snakemake/) go under dir instead of this checkout.
-DIR_ARGS := $(if $(RESULTS),--snakefile $(CURDIR)/Snakefile --directory $(abspath $(RESULTS)),)
+# Every workflow target goes through `nonolab run` (the study and preset are checked before
+# Snakemake starts; the results folder remembers them in results/ingest/study.json, so `make
+# figures` and `make report` need only RESULTS=). RESULTS=dir: results/ (and .snakemake/) go
+# under dir instead of this checkout. PRESET: a name under config/studies/ or a file.
+RUN_ARGS := --results $(abspath $(or $(RESULTS),.)) --cores $(CORES) \
+	$(if $(STUDY),--study $(abspath $(STUDY)),) $(if $(PRESET),--preset $(PRESET),)
 REPORT := $(abspath $(or $(RESULTS),.))/results/report.html
 # Figure rules are named fig_*: `make figures` reruns only them (tables are reused as they are).
 FIGURE_RULES := $(shell grep -ho '^rule fig_[a-z0-9_]*' workflow/rules/*.smk | cut -d' ' -f2)
 
-.PHONY: install reproduce figures report test test-fast lint format bench bench-scale bench-recovery bench-pipeline clean help
+.PHONY: install reproduce figures report docs test test-fast lint format bench bench-scale bench-recovery bench-pipeline clean help
 
 help:
-	@echo "make reproduce [STUDY=path] [RESULTS=dir]  run the workflow, write [dir/]results/"
+	@echo "make reproduce [STUDY=path] [PRESET=name|file] [RESULTS=dir]"
+	@echo "                             run the workflow and build the report in [dir/]results/"
 	@echo "make figures                 redraw figures from existing tables"
 	@echo "make report                  build results/report.html"
+	@echo "make docs                    the Python API reference (pdoc) in build/docs/"
 	@echo "make test                    ruff, snakefmt --check, snakemake --lint, lint-imports, pytest"
 	@echo "make bench                   solve benchmark (needs the bench extra: OR-Tools)"
 	@echo "make bench-scale             ingest/features/models at 1,000 and 10,000 participants"
@@ -42,14 +49,13 @@ install: $(VENV)/.installed
 
 # Targets and options come before --config, which takes every word after it.
 reproduce: install
-	$(BIN)/snakemake $(DIR_ARGS) $(SNAKE_ARGS) --cores $(CORES) $(STUDY_CONFIG)
-	$(BIN)/snakemake $(DIR_ARGS) --report $(REPORT) --cores $(CORES) $(STUDY_CONFIG)
+	$(BIN)/nonolab run $(RUN_ARGS) $(if $(SNAKE_ARGS),-- $(SNAKE_ARGS),)
 
 figures: install
-	$(BIN)/snakemake $(DIR_ARGS) figures --forcerun $(FIGURE_RULES) --cores $(CORES) $(STUDY_CONFIG)
+	$(BIN)/nonolab run $(RUN_ARGS) figures -- --forcerun $(FIGURE_RULES)
 
 report: install
-	$(BIN)/snakemake $(DIR_ARGS) --report $(REPORT) --cores $(CORES) $(STUDY_CONFIG)
+	$(BIN)/nonolab run $(RUN_ARGS) -- --report $(REPORT)
 
 lint: install
 	$(BIN)/ruff check src scripts tests benchmarks setup.py
@@ -62,6 +68,12 @@ format: install
 	$(BIN)/ruff check --fix src scripts tests benchmarks setup.py
 	$(BIN)/ruff format src scripts tests benchmarks setup.py
 	$(BIN)/snakefmt Snakefile workflow/rules
+
+# The API reference of `import nonolab` and its library modules (pdoc, from the docstrings).
+DOC_MODULES := nonolab nonolab.api nonolab.sat nonolab.measure nonolab.study nonolab.stats \
+	nonolab.sim nonolab.core
+docs: install
+	$(BIN)/pdoc --docformat restructuredtext --output-directory build/docs $(DOC_MODULES)
 
 # Slow tests (marked `slow`) run only with NONOLAB_SLOW=1 (as in CI) or PYTEST_ARGS='-m slow'.
 test: lint

@@ -65,6 +65,7 @@ EXTRAS: dict[str, str] = {
             "pandera",
             "tabulate",
             "jinja2",
+            "pygments",
             "snakemake",
         ),
         "pipeline",
