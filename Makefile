@@ -11,13 +11,19 @@ STUDY ?=
 PRESET ?=
 SNAKE_ARGS ?=
 RESULTS ?=
-# Every workflow target goes through `nonolab run` (the study and preset are checked before
-# Snakemake starts; the results folder remembers them in results/ingest/study.json, so `make
-# figures` and `make report` need only RESULTS=). RESULTS=dir: results/ (and .snakemake/) go
-# under dir instead of this checkout. PRESET: a name under config/studies/ or a file.
-RUN_ARGS := --results $(abspath $(or $(RESULTS),.)) --cores $(CORES) \
-	$(if $(STUDY),--study $(abspath $(STUDY)),) $(if $(PRESET),--preset $(PRESET),)
-REPORT := $(abspath $(or $(RESULTS),.))/results/report.html
+# STUDY, PRESET and RESULTS reach the recipes through the environment, quoted there, so that
+# paths with spaces or shell metacharacters work: `make reproduce STUDY="/data/my study"
+# RESULTS="out (1)"`. `nonolab run` checks the study and preset before Snakemake starts and turns
+# them into Snakemake arguments (--config study_dir=... preset=..., --directory ...); the results
+# folder remembers them (results/ingest/study.json), so `make figures` and `make report` need
+# only RESULTS=. RESULTS=dir: results/ (and .snakemake/) go under dir instead of this checkout.
+# PRESET: a name under config/studies/ or a file. ($(value ...): a `$` in a path stays a `$`.)
+export NONOLAB_STUDY := $(value STUDY)
+export NONOLAB_PRESET := $(value PRESET)
+export NONOLAB_RESULTS := $(value RESULTS)
+RUN := $(BIN)/python -m nonolab run --cores $(CORES) $${NONOLAB_STUDY:+--study "$$NONOLAB_STUDY"} \
+	$${NONOLAB_PRESET:+--preset "$$NONOLAB_PRESET"} --directory "$${NONOLAB_RESULTS:-.}"
+REPORT := "$$(cd "$${NONOLAB_RESULTS:-.}" && pwd)/results/report.html"
 # Figure rules are named fig_*: `make figures` reruns only them (tables are reused as they are).
 FIGURE_RULES := $(shell grep -ho '^rule fig_[a-z0-9_]*' workflow/rules/*.smk | cut -d' ' -f2)
 
@@ -48,14 +54,15 @@ $(VENV)/.installed: pyproject.toml setup.py | $(BIN)/python
 install: $(VENV)/.installed
 
 # Targets and options come before --config, which takes every word after it.
+# `nonolab run` of the whole workflow ends by building the report.
 reproduce: install
-	$(BIN)/nonolab run $(RUN_ARGS) $(if $(SNAKE_ARGS),-- $(SNAKE_ARGS),)
+	$(RUN) -- $(SNAKE_ARGS)
 
 figures: install
-	$(BIN)/nonolab run $(RUN_ARGS) figures -- --forcerun $(FIGURE_RULES)
+	$(RUN) figures -- --forcerun $(FIGURE_RULES)
 
 report: install
-	$(BIN)/nonolab run $(RUN_ARGS) -- --report $(REPORT)
+	$(RUN) -- --report $(REPORT)
 
 lint: install
 	$(BIN)/ruff check src scripts tests benchmarks setup.py
@@ -92,7 +99,7 @@ bench-recovery: install
 # From a clean results folder in a temporary directory; default study: ../shared/study-data if
 # present, else data/example-study. Writes results/bench/pipeline.json.
 bench-pipeline: install
-	$(BIN)/python benchmarks/pipeline_bench.py --cores $(CORES) $(if $(STUDY),--study $(abspath $(STUDY)),)
+	$(BIN)/python benchmarks/pipeline_bench.py --cores $(CORES) $${NONOLAB_STUDY:+--study "$$NONOLAB_STUDY"}
 
 clean:
 	rm -rf results .snakemake

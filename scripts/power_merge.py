@@ -5,12 +5,13 @@ import logging
 import pandas as pd
 
 from nonolab.core.tables import write_table
+from nonolab.study.schemas import read_csv
 
 logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, format="%(message)s", force=True)
 log = logging.getLogger("power_merge")
 
 cfg = snakemake.params.settings
-table = pd.concat([pd.read_csv(p) for p in snakemake.input], ignore_index=True)
+table = pd.concat([read_csv(p) for p in snakemake.input], ignore_index=True)
 table = table.sort_values(["rho_true", "method", "n_puzzles", "n_participants"], kind="stable")
 log.info("%d cells, %d rows", len(snakemake.input), len(table))
 write_table(

@@ -845,6 +845,14 @@ def test_linked_log_folder_is_read(tmp_path):
         "name: x\npuzzle_file: nonograms_6.json\nlog_globs: [backend/*/*.ndjson]\n"
         "puzzles_per_session: 3\nparticipants:\n  default_participant_id: stem\n"
     )
+    # by default a link to a folder outside the study is not followed: ledgered, not read
+    res = ingest_study(root, load_preset(p))
+    assert sorted(res.tables["participants"]["source_file"]) == ["backend/logs/Good-p2.ndjson"]
+    row = _file_rows(res, "backend/more")
+    assert "outside the study folder" in row["reason"].iloc[0]
+    assert "follow_links_outside_study" in row["reason"].iloc[0]
+    # the documented preset option follows it
+    p.write_text(p.read_text() + "follow_links_outside_study: true\n")
     res = ingest_study(root, load_preset(p))
     assert sorted(res.tables["participants"]["source_file"]) == [
         "backend/logs/Good-p2.ndjson",

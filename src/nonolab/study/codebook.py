@@ -12,7 +12,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
-from nonolab.study.presets import StudyError
+from nonolab.study.presets import OUTSIDE_LINKS, StudyError, inside_study
 
 _CODE_ROW = re.compile(r"^\|\s*`([A-Z][A-Z_]*)`\s*\|")
 
@@ -115,18 +115,28 @@ def _lrow(level: str, source: str, id_: str, reason: str) -> dict[str, str]:
 
 
 def coded_themes_ledger(
-    study_dir: Path, themes: dict[str, str], participant_ids: set[str]
+    study_dir: Path,
+    themes: dict[str, str],
+    participant_ids: set[str],
+    outside_links: bool = False,
 ) -> tuple[list[dict[str, str]], Path | None]:
     """Return the ledger rows of the study's coded-responses file and that file's path.
 
     ``themes`` is the preset's ``themes`` mapping (``coded_responses`` and optional ``codebook``,
     relative to ``study_dir``). Returns ``([], None)`` when the preset names no coded-responses
-    file or it does not exist; codes are checked against the codebook when it exists.
+    file or it does not exist; codes are checked against the codebook when it exists. Both
+    must lie inside the study folder (:func:`nonolab.study.presets.inside_study`; a link
+    outside it only with ``outside_links``), else :class:`StudyError`.
     """
-    coded = study_dir / themes["coded_responses"] if "coded_responses" in themes else None
+    opt = {OUTSIDE_LINKS: outside_links}
+
+    def path(key: str) -> Path | None:
+        return inside_study(study_dir, themes[key], f"themes.{key}", opt) if key in themes else None
+
+    coded = path("coded_responses")
     if coded is None or not coded.is_file():
         return [], None
-    book = study_dir / themes["codebook"] if "codebook" in themes else None
+    book = path("codebook")
     known = codebook_codes(book) if book is not None and book.is_file() else None
     return check_coded_themes(coded, participant_ids, known, themes["coded_responses"]), coded
 

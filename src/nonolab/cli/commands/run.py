@@ -378,6 +378,20 @@ def _report_builder(cmd: list[str], log_path: Path) -> Any:
     return snakemake_report
 
 
+def _whole_workflow(targets: list[str], passthrough: list[str]) -> bool:
+    """Return True when the run makes the whole workflow (the default target or ``all``):
+    no TARGET, and no target among the words after ``--`` (a word before their first
+    option)."""
+    if targets:
+        return "all" in targets
+    for word in passthrough:
+        if word.startswith("-"):
+            break
+        if word != "all":
+            return False
+    return True
+
+
 def _summary(workdir: Path, log_path: Path, report: Path | None, outcome: Outcome) -> str:
     p = outcome.progress
     if p.nothing_to_do:
@@ -437,11 +451,15 @@ def _run(args: argparse.Namespace) -> int:
         print(f"nonolab run: failed\n{_failure_text(outcome, log_path, workdir)}", file=sys.stderr)
         return 1
     report = None
-    whole = not args.targets or "all" in args.targets
-    if whole and not args.no_report:
+    if _whole_workflow(list(args.targets), passthrough) and not args.no_report:
         if mode != "quiet":
             print("building the report", flush=True)
-        report = _report_builder(cmd, log_path)(workdir)
+        try:
+            report = _report_builder(cmd, log_path)(workdir)
+        except Exception as exc:  # the results stay; say why the report is missing
+            print(_summary(workdir, log_path, None, outcome))
+            print(f"nonolab run: the report could not be built: {exc}", file=sys.stderr)
+            return 1
     print(_summary(workdir, log_path, report, outcome))
     return 0
 

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
+from nonolab.core.tables import write_text
 from nonolab.sat.formats import FORMATS, write_puzzles
 from nonolab.sat.puzzles import Puzzle
 
@@ -122,7 +123,7 @@ def _generate(args: argparse.Namespace) -> int:
         if args.out is None:
             print(text)
         else:
-            args.out.write_text(text + "\n", encoding="utf-8")
+            write_text(args.out, text + "\n")
     else:
         write_puzzles(puzzles, args.out)
     if args.out is not None:
@@ -148,7 +149,7 @@ def _encode(args: argparse.Namespace) -> int:
     text = enc.to_dimacs()
     text = text.replace("\n", f" puzzle_hash={p.hash} label={p.label}\n", 1)
     if args.out:
-        args.out.write_text(text, encoding="ascii")
+        write_text(args.out, text, encoding="ascii")
     else:
         sys.stdout.write(text)
     return 0

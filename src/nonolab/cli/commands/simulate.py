@@ -8,6 +8,7 @@ from pathlib import Path
 
 from nonolab.cli.options import non_negative_int, positive_int
 from nonolab.core.progress import Progress
+from nonolab.core.tables import write_text
 from nonolab.sim.design import SURVEYS, StudyDesign, design_preset, reshape_study
 from nonolab.sim.events import simulate_study
 from nonolab.sim.model import FAULTS, METRICS, SimParams, params_from_mapping
@@ -68,7 +69,7 @@ def _run(args: argparse.Namespace) -> int:
         bar.set_note("writing files")
         files = write_study(study, out)
     if design.per_session < 3:
-        (out / "preset.yaml").write_text(design_preset(design), encoding="utf-8")
+        write_text(out / "preset.yaml", design_preset(design))
         files.append(out / "preset.yaml")
     truth = study.truth
     print(
