@@ -22,6 +22,10 @@ from collections.abc import Iterable, Sequence
 #: command -> (module under nonolab.cli.commands that registers it, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
     "run": ("run", "run the whole analysis workflow (Snakemake) on a study folder"),
+    "report": (
+        "report",
+        "build the study report (one self-contained HTML page) of a results folder",
+    ),
     "ingest": ("ingest", "read a study's logs into tidy tables and a ledger"),
     "features": ("ingest", "per-attempt behavioural features from ingest tables"),
     "validate": (
@@ -67,6 +71,8 @@ EXTRAS: dict[str, str] = {
             "jinja2",
             "pygments",
             "snakemake",
+            "docutils",
+            "itables",
         ),
         "pipeline",
     ),

@@ -1,0 +1,305 @@
+"""Headline results in sentences, computed from a results folder's tables.
+
+Every function takes the results folder (the one holding ``ingest/``, ``tables/``, ...) and
+returns plain-text sentences (a list; empty when the tables it reads are not there). Nothing
+here is HTML: the report escapes every sentence when it writes it.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+
+def read_table(path: str | os.PathLike) -> pd.DataFrame:
+    """Return a CSV table with every cell as text, exactly as written: no NA parsing (an id
+    ``NA`` or ``null`` stays that string), empty cells as ``""``."""
+    return pd.read_csv(path, dtype=str, keep_default_na=False, na_filter=False)
+
+
+def _num(value: Any) -> float:
+    """Return ``value`` as a float (NaN for an empty or non-numeric cell)."""
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return math.nan
+
+
+def fmt(value: Any, digits: int = 3) -> str:
+    """Return a number for a sentence: ``digits`` significant digits, small p-values as
+    ``< 0.001``-free scientific notation (``2.1e-05``); text and missing values unchanged
+    (``"n/a"`` when empty)."""
+    x = _num(value)
+    if math.isnan(x):
+        return str(value) if str(value).strip() else "n/a"
+    if x == 0:
+        return "0"
+    if abs(x) < 10**-(digits):
+        return f"{x:.{max(digits - 1, 1)}e}"
+    if abs(x) >= 10**6:
+        return f"{x:.{digits}g}"
+    text = f"{x:.{digits}g}"
+    return f"{x:.1f}" if "e" in text else text
+
+
+def fmt_p(value: Any) -> str:
+    """Return a p-value for a sentence (``p = 0.0123``); a p-value that rounds to 0 is written
+    as ``p < 1e-300`` rather than ``p = 0``."""
+    x = _num(value)
+    if math.isnan(x):
+        return "p n/a"
+    if x <= 0:
+        return "p < 1e-300"
+    return f"p = {fmt(x)}"
+
+
+def _load_json(path: Path) -> dict[str, Any] | None:
+    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
+
+
+def table1_sentences(root: Path, main_solver: str, main_encoding: str) -> list[str]:
+    """Sentences on Table 1 (``tables/table1_spearman.csv``): the corrected alignment's Spearman
+    rho between the Bradley-Terry difficulty and each metric of the main solver and encoding,
+    with the exact permutation p when the table has one (``perm_p``) and the asymptotic p
+    labelled beside it; then the strongest correlation over every solver and encoding."""
+    path = root / "tables" / "table1_spearman.csv"
+    if not path.is_file():
+        return []
+    t = read_table(path)
+    if "alignment" in t.columns:
+        t = t[t["alignment"] == "corrected"]
+    if t.empty:
+        return []
+    main = t[(t.get("solver") == main_solver) & (t.get("encoding") == main_encoding)]
+    n = t["n"].iloc[0] if "n" in t.columns else "?"
+    parts = []
+    for _, row in main.iterrows():
+        rho = _num(row.get("bt_rho"))
+        if math.isnan(rho):
+            parts.append(f"{row['metric']}: not defined (the metric is the same for every puzzle)")
+            continue
+        perm = _num(row.get("perm_p"))
+        if not math.isnan(perm):
+            p_text = f"exact permutation {fmt_p(perm)}; asymptotic {fmt_p(row.get('bt_p'))}"
+        else:
+            p_text = fmt_p(row.get("bt_p"))
+        parts.append(f"{row['metric']} rho = {fmt(rho)} ({p_text})")
+    out = []
+    if parts:
+        out.append(
+            f"Table 1: over {n} puzzles, the Bradley-Terry difficulty's Spearman correlation "
+            f"with {main_solver} ({main_encoding} encoding) is " + "; ".join(parts) + "."
+        )
+    rhos = t.assign(_rho=t["bt_rho"].map(_num)).dropna(subset=["_rho"])
+    if not rhos.empty:
+        best = rhos.loc[rhos["_rho"].abs().idxmax()]
+        out.append(
+            f"The strongest correlation over {len(rhos)} solver, encoding and metric "
+            f"combinations is rho = {fmt(best['_rho'])} ({best.get('solver', '?')}, "
+            f"{best.get('encoding', '?')}, {best.get('metric', '?')})."
+        )
+    if "n" in t.columns and _num(n) < 10:
+        out.append(f"With {n} puzzles every puzzle-level correlation is descriptive.")
+    return out
+
+
+def ranking_sentences(root: Path) -> list[str]:
+    """Sentences on the Bradley-Terry ranking (``tables/bt_strengths.csv`` and
+    ``tables/bt_lr_test.json``): the likelihood-ratio test of equal difficulty and the hardest
+    and easiest puzzle with their strengths and intervals."""
+    path = root / "tables" / "bt_strengths.csv"
+    if not path.is_file():
+        return []
+    t = read_table(path)
+    out = []
+    lr = _load_json(root / "tables" / "bt_lr_test.json")
+    if lr is not None:
+        out.append(
+            f"The Bradley-Terry model of {fmt(lr.get('n_comparisons'))} pairwise comparisons "
+            f"tells the puzzles' difficulties apart: likelihood-ratio chi2 = {fmt(lr.get('chi2'))}"
+            f" on {lr.get('df')} df, {fmt_p(lr.get('p'))}."
+        )
+    t = t.assign(_s=t["strength"].map(_num)).dropna(subset=["_s"]).sort_values("_s")
+    if len(t) >= 2:
+        hard, easy = t.iloc[-1], t.iloc[0]
+
+        def one(row: pd.Series) -> str:
+            ci = ""
+            if "ci_low" in row and "ci_high" in row:
+                ci = f", interval {fmt(row['ci_low'])} to {fmt(row['ci_high'])}"
+            return f"puzzle {row['puzzle_id']} (strength {fmt(row['_s'])}{ci})"
+
+        out.append(
+            f"Ranked by difficulty over {len(t)} puzzles, the hardest is {one(hard)} and the "
+            f"easiest {one(easy)}."
+        )
+    return out
+
+
+def models_sentences(root: Path) -> list[str]:
+    """Sentences on the mixed models: for each behaviour (``tables/behaviour_models.csv``,
+    corrected alignment) how many SAT metrics have a slope with Satterthwaite p below 0.05,
+    and the moderation models' interaction terms (``tables/moderation.csv``)."""
+    out = []
+    path = root / "tables" / "behaviour_models.csv"
+    if path.is_file():
+        t = read_table(path)
+        if "alignment" in t.columns:
+            t = t[t["alignment"] == "corrected"]
+        pcol = "p_satt" if "p_satt" in t.columns else "p"
+        for behaviour, g in t.groupby("behaviour", sort=False):
+            ps = g[pcol].map(_num)
+            sig = g[ps < 0.05]
+            if sig.empty:
+                out.append(
+                    f"Mixed models of {behaviour}: no SAT metric has a slope with "
+                    f"{pcol} < 0.05 ({len(g)} metrics)."
+                )
+            else:
+                terms = ", ".join(
+                    f"{r['metric']} (coefficient {fmt(r['coef'])}, {fmt_p(r[pcol])})"
+                    for _, r in sig.iterrows()
+                )
+                out.append(
+                    f"Mixed models of {behaviour}: {len(sig)} of {len(g)} SAT metrics have a "
+                    f"slope with {pcol} < 0.05: {terms}."
+                )
+    path = root / "tables" / "moderation.csv"
+    if path.is_file():
+        t = read_table(path)
+        if "alignment" in t.columns:
+            t = t[t["alignment"] == "corrected"]
+        inter = t[t["term"].str.contains(":", regex=False)] if "term" in t.columns else t[:0]
+        if not inter.empty:
+            pcol = "p_satt" if "p_satt" in inter.columns else "p"
+            terms = "; ".join(
+                f"{r['metric']} x expertise: coefficient {fmt(r['coef'])}, {fmt_p(r[pcol])}"
+                for _, r in inter.iterrows()
+            )
+            out.append(f"Moderation of final difficulty by expertise ({pcol}): {terms}.")
+    return out
+
+
+def pause_sentences(root: Path) -> list[str]:
+    """Sentences on the pause threshold (``pauses/threshold.json``): the threshold used and
+    where it comes from, the number of gaps, the converged fit's check (how far the crossing
+    moved, agreement over random starts), the BIC improvements, and any degenerate component
+    or fallback the record reports."""
+    rec = _load_json(root / "pauses" / "threshold.json")
+    if rec is None:
+        return []
+    used = rec.get("threshold_used_s")
+    source = rec.get("threshold_source", "fitted")
+    out = [
+        f"Pause threshold: {fmt(used)} s ({source}), from a {len(rec.get('weights') or [])}"
+        f"-component Gaussian mixture of the log gaps between {fmt(rec.get('n_gaps'))} "
+        "interactions within puzzles."
+    ]
+    fit = rec.get("converged_fit") or {}
+    check = fit.get("check") or {}
+    bits = []
+    if "converged" in fit:
+        bits.append("converged" if fit["converged"] else "NOT converged")
+    if "crossing_moved_s" in check:
+        bits.append(f"the crossing moved by {fmt(check['crossing_moved_s'])} s in the last step")
+    rs = fit.get("random_state_check") or {}
+    if "agree" in rs:
+        n = len(rs.get("crossings_s") or [])
+        bits.append(
+            f"{n} random starts {'agree' if rs['agree'] else 'DISAGREE'} "
+            f"(largest difference {fmt(rs.get('max_abs_diff_s'))} s)"
+        )
+    dbic = fit.get("delta_bic_vs_1") or rec.get("delta_bic_vs_1") or {}
+    if dbic:
+        bits.append(
+            "BIC improvement over one component: "
+            + ", ".join(f"{k} components {fmt(v)}" for k, v in sorted(dbic.items()))
+        )
+    if bits:
+        out.append("Fit diagnostics: " + "; ".join(bits) + ".")
+    out += _degenerate_sentences(rec)
+    return out
+
+
+def _degenerate_sentences(rec: Mapping[str, Any]) -> list[str]:
+    """Sentences for every degenerate-component or fallback entry of a threshold record (any
+    top-level key naming ``degenerate`` or ``fallback``, as the record states it)."""
+    out = []
+    for key, value in rec.items():
+        if ("degenerate" in key or "fallback" in key) and value not in (None, False, [], {}):
+            text = value if isinstance(value, str) else json.dumps(value, sort_keys=True)
+            out.append(f"{key.replace('_', ' ').capitalize()}: {text}.")
+    return out
+
+
+#: errata columns that are categories to count (whichever the table has)
+ERRATA_CATEGORIES = ("change_category", "cause_evidence", "cause")
+
+
+def errata_counts(errata: pd.DataFrame) -> dict[str, dict[str, int]]:
+    """Return, for each categorical column of the errata table that is there
+    (:data:`ERRATA_CATEGORIES`), the number of rows per value (empty values skipped), values in
+    order of first appearance."""
+    out: dict[str, dict[str, int]] = {}
+    for col in ERRATA_CATEGORIES:
+        if col in errata.columns:
+            values = errata[col][errata[col].str.strip() != ""]
+            out[col] = {str(k): int(v) for k, v in values.value_counts(sort=False).items()}
+    return out
+
+
+def conclusion_changes(errata: pd.DataFrame) -> pd.DataFrame:
+    """Return the errata rows whose conclusion changes: ``change_category`` significance or
+    direction when the table has that column, else a true ``conclusion_changes`` flag."""
+    if "change_category" in errata.columns:
+        return errata[errata["change_category"].isin(["significance", "direction"])]
+    if "conclusion_changes" in errata.columns:
+        flag = errata["conclusion_changes"].str.strip().str.lower()
+        return errata[flag.isin(["true", "1", "yes"])]
+    return errata[:0]
+
+
+def errata_sentences(root: Path) -> list[str]:
+    """Sentences summarising ``tables/errata.csv``: how many published numbers change, how
+    many per category and cause, and which conclusions change (by quantity). Empty when the
+    table is missing or has no rows (a study without a published analysis)."""
+    path = root / "tables" / "errata.csv"
+    if not path.is_file():
+        return []
+    t = read_table(path)
+    if t.empty:
+        return []
+    out = [f"{len(t)} published numbers change."]
+    names = {"change_category": "by kind of change", "cause_evidence": "by evidence"}
+    for col, counts in errata_counts(t).items():
+        label = names.get(col, f"by {col.replace('_', ' ')}")
+        out.append(f"Changes {label}: " + "; ".join(f"{k}: {v}" for k, v in counts.items()) + ".")
+    changed = conclusion_changes(t)
+    if changed.empty:
+        out.append("No conclusion changes.")
+    else:
+        quantities = list(dict.fromkeys(changed["quantity"])) if "quantity" in t.columns else []
+        shown = "; ".join(quantities[:12]) + ("; ..." if len(quantities) > 12 else "")
+        out.append(f"{len(changed)} conclusions change: {shown}.")
+    return out
+
+
+__all__ = [
+    "ERRATA_CATEGORIES",
+    "conclusion_changes",
+    "errata_counts",
+    "errata_sentences",
+    "fmt",
+    "fmt_p",
+    "models_sentences",
+    "pause_sentences",
+    "ranking_sentences",
+    "read_table",
+    "table1_sentences",
+]
