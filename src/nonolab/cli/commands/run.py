@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import os
+import re
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -312,22 +313,57 @@ def run_logged(cmd: list[str], log_path: Path, mode: str, out: TextIO) -> Outcom
     return Outcome(returncode, progress)
 
 
+#: the last line of a Python traceback: ``ValueError: message``
+_EXCEPTION_LINE = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Exit): \S")
+
+
+def without_stack_frames(lines: list[str]) -> list[str]:
+    """Return ``lines`` without Python stack traces: each ``Traceback ...`` header and the
+    ``  File "...", line N`` frames (with the source line under each) are dropped, the
+    exception's message is kept."""
+    out: list[str] = []
+    skip_source = False
+    for line in lines:
+        if line.startswith("Traceback (most recent call last)"):
+            continue
+        if line.lstrip().startswith('File "') and ", line " in line:
+            skip_source = True
+            continue
+        if skip_source and line.startswith("    "):
+            skip_source = False
+            continue
+        skip_source = False
+        out.append(line)
+    return out
+
+
 def _failure_text(outcome: Outcome, log_path: Path, workdir: Path) -> str:
     """Return what to show when Snakemake failed: each failed job with the end of its own log,
-    or else Snakemake's error message (its lines from the first error on, without Python
-    stack frames), and where the whole log is."""
+    or else Snakemake's error message (its lines from the first error on), always without
+    Python stack frames, and where the whole log is."""
     lines: list[str] = []
-    for job in outcome.progress.failed:
+    seen = set()
+    for job in outcome.progress.failed:  # Snakemake names each failed job twice
+        key = (job.rule, job.wildcards, tuple(job.logs))
+        if key in seen:
+            continue
+        seen.add(key)
         name = f"{job.rule} ({job.wildcards})" if job.wildcards else job.rule
         lines.append(f"job {name} failed")
         for rel in job.logs:
             path = workdir / rel
             lines.append(f"  its log: {path}")
             if path.is_file():
-                tail = [t for t in path.read_text(errors="replace").splitlines() if t.strip()]
-                lines += [f"    {t}" for t in tail[-8:]]
-    if not lines:
-        text = log_path.read_text(encoding="utf-8", errors="replace").splitlines()
+                text = path.read_text(encoding="utf-8", errors="replace").splitlines()
+                tail = [t for t in without_stack_frames(text) if t.strip()]
+                lines += [f"    {t}" for t in tail[-6:]]
+    text = log_path.read_text(encoding="utf-8", errors="replace").splitlines()
+    if lines:  # the jobs' exceptions (a script's stderr goes to Snakemake's log)
+        errors = list(dict.fromkeys(t for t in text if _EXCEPTION_LINE.match(t)))
+        if errors:
+            lines.append("errors:")
+            lines += [f"  {t}" for t in errors[:10]]
+    else:
         start = next(
             (
                 i
@@ -336,13 +372,7 @@ def _failure_text(outcome: Outcome, log_path: Path, workdir: Path) -> str:
             ),
             max(0, len(text) - 15),
         )
-        lines = [
-            t
-            for t in text[start:]
-            if t.strip()
-            and not t.startswith(('  File "', "Traceback"))
-            and "site-packages" not in t
-        ][:30]
+        lines = [t for t in without_stack_frames(text[start:]) if t.strip()][:30]
     lines.append(f"Snakemake's whole log: {log_path}")
     return "\n".join(lines)
 
