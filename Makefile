@@ -23,11 +23,10 @@ export NONOLAB_PRESET := $(value PRESET)
 export NONOLAB_RESULTS := $(value RESULTS)
 RUN := $(BIN)/python -m nonolab run --cores $(CORES) $${NONOLAB_STUDY:+--study "$$NONOLAB_STUDY"} \
 	$${NONOLAB_PRESET:+--preset "$$NONOLAB_PRESET"} --directory "$${NONOLAB_RESULTS:-.}"
-REPORT := "$$(cd "$${NONOLAB_RESULTS:-.}" && pwd)/results/report.html"
 # Figure rules are named fig_*: `make figures` reruns only them (tables are reused as they are).
 FIGURE_RULES := $(shell grep -ho '^rule fig_[a-z0-9_]*' workflow/rules/*.smk | cut -d' ' -f2)
 
-.PHONY: install reproduce figures report docs test test-fast lint format bench bench-scale bench-recovery bench-pipeline clean help
+.PHONY: install reproduce figures report docs docs-figure test test-fast lint format bench bench-scale bench-recovery bench-pipeline clean help
 
 help:
 	@echo "make reproduce [STUDY=path] [PRESET=name|file] [RESULTS=dir]"
@@ -35,6 +34,7 @@ help:
 	@echo "make figures                 redraw figures from existing tables"
 	@echo "make report                  build results/report.html"
 	@echo "make docs                    the Python API reference (pdoc) in build/docs/"
+	@echo "make docs-figure             redraw the README's figure (example study) in docs/figures/"
 	@echo "make test                    ruff, snakefmt --check, snakemake --lint, lint-imports, pytest"
 	@echo "make bench                   solve benchmark (needs the bench extra: OR-Tools)"
 	@echo "make bench-scale             ingest/features/models at 1,000 and 10,000 participants"
@@ -61,8 +61,9 @@ reproduce: install
 figures: install
 	$(RUN) figures -- --forcerun $(FIGURE_RULES)
 
+# The study report of the results folder (`nonolab report`; `nonolab run` builds it too).
 report: install
-	$(RUN) -- --report $(REPORT)
+	$(BIN)/python -m nonolab report --results "$${NONOLAB_RESULTS:-.}"
 
 lint: install
 	$(BIN)/ruff check src scripts tests benchmarks setup.py
@@ -81,6 +82,13 @@ DOC_MODULES := nonolab nonolab.api nonolab.sat nonolab.measure nonolab.study non
 	nonolab.sim nonolab.core
 docs: install
 	$(BIN)/pdoc --docformat restructuredtext --output-directory build/docs $(DOC_MODULES)
+
+# The README's figure: the example study's pause figure, drawn by the workflow, kept under docs/
+# so that it shows in a fresh clone.
+docs-figure: install
+	$(BIN)/nonolab run --study data/example-study --results build/example --cores $(CORES) \
+		--no-report results/figures/pause_gaps.png
+	cp build/example/results/figures/pause_gaps.png docs/figures/example-pause-gaps.png
 
 # Slow tests (marked `slow`) run only with NONOLAB_SLOW=1 (as in CI) or PYTEST_ARGS='-m slow'.
 test: lint

@@ -78,7 +78,7 @@ def _run(args: argparse.Namespace) -> int:
         f"true final-rating slope {truth['slope_final_rating']:.4f}"
     )
     if design.per_session < 3:
-        print(f"run it with the preset {out / 'preset.yaml'} (config preset=...)")
+        print(f"run it with its preset: nonolab run --study {out} --preset {out / 'preset.yaml'}")
     return 0
 
 
