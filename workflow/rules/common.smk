@@ -5,6 +5,14 @@ from snakemake.utils import validate
 
 validate(config, schema="../schemas/config.schema.yaml")
 
+# The contract, stricter than `validate`: exact integers (1.0 and true are not), every value
+# within its bounds, and no config file naming a key twice. Fails the dry run, not a job.
+from nonolab.study.config import check_config, check_config_file
+
+for _configfile in workflow.configfiles:
+    check_config_file(_configfile)
+check_config(config)
+
 REPO = Path(workflow.basedir)
 
 

@@ -42,7 +42,7 @@ from nonolab.core.strict import lookalikes
 from nonolab.core.tables import atomic_folder, write_json, write_parquet_table, write_table
 from nonolab.sat.puzzles import Puzzle, load_study_puzzles
 from nonolab.study.board import Board
-from nonolab.study.codebook import coded_themes_ledger
+from nonolab.study.codebook import coded_themes_ledger, session_ratings
 from nonolab.study.logs import (
     EVENT_SPECS,
     IGNORED_TYPES,
@@ -224,6 +224,11 @@ def _ingest_study(study_dir: str | Path, preset: Preset) -> IngestResult:
     if not puzzle_path.is_file():
         raise StudyError(f"puzzle file {puzzle_path} does not exist (preset {preset.name})")
     puzzles = load_study_puzzles(puzzle_path)
+    if not puzzles:
+        raise StudyError(
+            f"puzzle file {puzzle_path} holds no puzzles: no session can be read (preset "
+            f"{preset.name})"
+        )
     ptab = puzzles_table(puzzles)
     by_label = {p.label: p for p in puzzles}
     sources = log_sources(study_dir, preset)
@@ -296,7 +301,11 @@ def _ingest_study(study_dir: str | Path, preset: Preset) -> IngestResult:
 
     pids = {r["participant_id"] for r in part_rows}
     theme_rows, coded = coded_themes_ledger(
-        study_dir, preset.get("themes") or {}, pids, bool(preset.get(OUTSIDE_LINKS, False))
+        study_dir,
+        preset.get("themes") or {},
+        pids,
+        session_ratings(rating_rows),
+        bool(preset.get(OUTSIDE_LINKS, False)),
     )
     if coded is not None:
         inputs.append(coded)

@@ -458,12 +458,14 @@ def _find_logs(
     to one) that a glob matches, compared case-insensitively (``X.NDJSON`` matches
     ``*.ndjson``), is read. Not read, with the reason: a dangling link or a matched path that
     is not a regular file, a log-like file (:data:`LOG_SUFFIXES`, e.g. ``.jsonl`` or a log in a
-    sub-folder) that no glob matches, a file whose name is not UTF-8, and (unless
+    sub-folder) that no glob matches, any other file in a folder that holds logs read (a log
+    renamed ``.txt`` or ``.bak``), a file whose name is not UTF-8, and (unless
     ``outside_links``) a symbolic link to a file or folder outside the study folder.
     """
     regexes = [_glob_regex(g) for g in globs]
     found: dict[str, Path] = {}
     unread: dict[str, tuple[Path, str]] = {}
+    others: dict[str, Path] = {}
     roots = sorted({_glob_root(study_dir, g) for g in globs})
     for root in roots:
         if not root.is_dir():
@@ -519,4 +521,15 @@ def _find_logs(
                         path,
                         f"a log-like file that no log glob {globs} matches (add a glob to read it)",
                     )
+                elif name not in dirs:
+                    others[rel] = path
+    # any other file next to the logs read (a renamed log: .txt, .bak, no extension)
+    log_folders = {rel.rpartition("/")[0] for rel in found}
+    for rel, path in others.items():
+        if rel.rpartition("/")[0] in log_folders:
+            why = (
+                f"a file in a log folder that no log glob {globs} matches (a renamed log? "
+                "rename it or add a glob; not a log? move it out of the folder)"
+            )
+            unread[rel] = (path, why)
     return found, unread

@@ -23,6 +23,20 @@ def _size(text: str) -> tuple[int, int]:
     return h, w
 
 
+def _per_session(text: str) -> tuple[int, int]:
+    """Return ``(min, max)`` puzzles per session of ``K`` or ``A-B`` (1 <= A <= B)."""
+    try:
+        low, _, high = text.partition("-")
+        a, b = int(low), int(high or low)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"--per-session must be a number or a range like 2-4, got {text!r}"
+        ) from None
+    if not 1 <= a <= b:
+        raise argparse.ArgumentTypeError(f"--per-session needs 1 <= A <= B, got {text!r}")
+    return a, b
+
+
 def _faults(text: str) -> tuple[str, ...]:
     names = (
         FAULTS if text.strip() == "all" else tuple(x.strip() for x in text.split(",") if x.strip())
@@ -51,9 +65,16 @@ def _run(args: argparse.Namespace) -> int:
     if args.strength is not None:
         overrides["metric_strength"] = args.strength
     params = params_from_mapping(SimParams(), overrides)
+    low, high = args.per_session
+    if high > params.n_puzzles:
+        raise ValueError(f"--per-session {high} needs at least {high} puzzles (--puzzles)")
     design = StudyDesign(
-        per_session=args.per_session, missing=args.missing_ratings, surveys=args.surveys
+        per_session=high,
+        per_session_min=low if low < high else None,
+        missing=args.missing_ratings,
+        surveys=args.surveys,
     )
+    session_size = max(3, high)
     out = Path(args.out)
     if out.exists() and not out.is_dir():
         raise ValueError(f"{out} exists and is not a folder")
@@ -64,11 +85,13 @@ def _run(args: argparse.Namespace) -> int:
         )
     with Progress(params.n_participants, "simulate") as bar:
         bar.set_note("drawing puzzles")
-        study = simulate_study(params, args.seed, progress=lambda: bar.update(note=""))
+        study = simulate_study(
+            params, args.seed, progress=lambda: bar.update(note=""), session_size=session_size
+        )
         study = reshape_study(study, design, args.seed)
         bar.set_note("writing files")
         files = write_study(study, out)
-    if design.per_session < 3:
+    if design.sizes != (3,):
         write_text(out / "preset.yaml", design_preset(design))
         files.append(out / "preset.yaml")
     truth = study.truth
@@ -77,7 +100,7 @@ def _run(args: argparse.Namespace) -> int:
         f"{params.n_puzzles} puzzles; true pause threshold {truth['pause_threshold_s']:.4f} s, "
         f"true final-rating slope {truth['slope_final_rating']:.4f}"
     )
-    if design.per_session < 3:
+    if design.sizes != (3,):
         print(f"run it with its preset: nonolab run --study {out} --preset {out / 'preset.yaml'}")
     return 0
 
@@ -132,9 +155,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--per-session",
-        type=positive_int,
-        default=3,
-        help="puzzles each session serves, 1-3 (default 3); below 3 the study gets a "
+        type=_per_session,
+        default=(3, 3),
+        metavar="K|A-B",
+        help="puzzles each session serves: K, or a range A-B drawn per session (sessions that "
+        "ran out of time); at most --puzzles (default 3); other than 3 the study gets a "
         "preset.yaml to pass as the workflow's preset",
     )
     p.add_argument(
