@@ -32,7 +32,7 @@ help:
 	@echo "make reproduce [STUDY=path] [PRESET=name|file] [RESULTS=dir]"
 	@echo "                             run the workflow and build the report in [dir/]results/"
 	@echo "make figures                 redraw figures from existing tables"
-	@echo "make report                  build results/report.html"
+	@echo "make report [RESULTS=dir]    build [dir/]results/report.html (the study report)"
 	@echo "make docs                    the Python API reference (pdoc) in build/docs/"
 	@echo "make docs-figure             redraw the README's figure (example study) in docs/figures/"
 	@echo "make test                    ruff, snakefmt --check, snakemake --lint, lint-imports, pytest"

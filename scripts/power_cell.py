@@ -20,6 +20,7 @@ table = power_table(
     alpha=float(cfg["alpha"]),
     methods=cfg["methods"],
     missing=float(cfg.get("missing", 0.1)),
+    per_session=int(cfg.get("per_session") or 3),
 )
 log.info("%s", table.to_string(index=False))
 params = {k: v for k, v in cfg.items() if k != "seed"} | cell

@@ -10,6 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pandas as pd
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -25,6 +26,7 @@ from nonolab.report.html import (
     rst_to_html,
     script_json,
 )
+from nonolab.stats.errata import ERRATA_COLUMNS
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -186,10 +188,10 @@ def _minimal_results(root: Path, study_dir: str, preset: str, cell: str) -> Path
     (root / "tables" / "bt_strengths.csv").write_text(
         f"puzzle_id,strength,ci_low,ci_high\n{q},1.5,1,2\nb,0.5,0.1,1\n", encoding="utf-8"
     )
-    (root / "tables" / "errata.csv").write_text(
-        f"quantity,published,corrected,change_category,cause_evidence\n{q},1,2,{q},{q}\n",
-        encoding="utf-8",
-    )
+    row = dict.fromkeys(ERRATA_COLUMNS, "")
+    row.update(quantity=cell, cause=cell, evidence=cell, published="1", corrected="2")
+    row.update(change_category="significance", cause_evidence="error", inference=cell)
+    pd.DataFrame([row], columns=ERRATA_COLUMNS).to_csv(root / "tables" / "errata.csv", index=False)
     return root
 
 

@@ -106,4 +106,24 @@ rule pool_paper:
         "results/pool_paper/selected_puzzles.json",
 
 
-ALL_TARGETS.extend(["results/pool/selected.csv", "results/pool/selected_puzzles.json"])
+rule pool_skipped:
+    output:
+        "results/pool/skipped.json",
+    log:
+        "results/logs/pool/skipped.log",
+    params:
+        reason=POOL_SKIPPED,
+    run:
+        from nonolab.core.tables import write_json
+
+        write_json({"pool": "skipped", "reason": params.reason}, output[0])
+
+
+# The pool follows the study's puzzles (pool_common.smk: study_grid); without one grid size
+# the pool stages are skipped and results/pool/skipped.json says why.
+if POOL_SKIPPED is None:
+    ALL_TARGETS.extend(
+        ["results/pool/selected.csv", "results/pool/selected_puzzles.json"]
+    )
+else:
+    ALL_TARGETS.append("results/pool/skipped.json")

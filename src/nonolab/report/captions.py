@@ -37,6 +37,7 @@ EMPTY_FACTS: dict[str, Any] = {
     "puzzle_sizes": [],
     "drags": False,
     "published": False,
+    "pauses": None,
 }
 
 
@@ -88,8 +89,9 @@ def study_facts(results_dir: str | os.PathLike) -> dict[str, Any]:
     ``puzzles``, ``participants``, ``attempts`` (counts of the analysed study),
     ``puzzles_per_session`` (sorted distinct numbers of puzzles the participants were served;
     ``per_session_text`` says it in words, :func:`sessions_text`), ``puzzle_sizes`` (sorted
-    distinct ``"HxW"`` grid sizes), ``drags`` (whether any drag event was logged) and
-    ``published`` (whether the preset has a published analysis). A folder without ingest results
+    distinct ``"HxW"`` grid sizes), ``drags`` (whether any drag event was logged),
+    ``published`` (whether the preset has a published analysis) and ``pauses`` (the pause
+    threshold's source and any collapsed mixture component, or None before the pauses stage). A folder without ingest results
     gives :data:`EMPTY_FACTS` (counts None). Counts come from the ingest tables when present,
     else from the study record.
     """
@@ -128,7 +130,25 @@ def study_facts(results_dir: str | os.PathLike) -> dict[str, Any]:
     ev = _read(results_dir, "events", ["type"])
     if ev is not None:
         facts["drags"] = bool((ev["type"] == "drag").any())
+    facts["pauses"] = _pause_facts(results_dir)
     return facts
+
+
+def _pause_facts(results_dir: Path) -> dict[str, Any] | None:
+    """Return what the captions say about the pause threshold (``pauses/threshold.json``):
+    ``threshold_used_s``, ``threshold_source``, ``spikes_s`` (the gaps a mixture component
+    collapsed onto) and ``fallback`` (whether the threshold used is the fallback's); None
+    before the pauses stage ran."""
+    path = results_dir / "pauses" / "threshold.json"
+    if not path.is_file():
+        return None
+    rec = json.loads(path.read_text(encoding="utf-8"))
+    return {
+        "threshold_used_s": rec.get("threshold_used_s"),
+        "threshold_source": rec.get("threshold_source"),
+        "spikes_s": [d["spike_s"] for d in rec.get("degenerate_components") or []],
+        "fallback": str(rec.get("threshold_source", "")).startswith("fallback"),
+    }
 
 
 def sessions_text(per_session: list[int]) -> str:
@@ -150,12 +170,18 @@ def _default_config() -> dict[str, Any]:
 
 def caption_config(results_dir: str | os.PathLike, config: dict | None = None) -> dict[str, Any]:
     """Return a copy of ``config`` (default: the shipped ``config/config.yaml``) with the study's
-    facts as ``results_study`` (:func:`study_facts`) and ``published_alignment`` set from them
-    unless the config sets it: the ``snakemake.config`` the captions are rendered with."""
+    facts as ``results_study`` (:func:`study_facts`), ``published_alignment`` set from them
+    unless the config sets it, and a null ``simulate.power.per_session`` resolved to the
+    study's puzzles per session (as the workflow does): the ``snakemake.config`` the captions
+    are rendered with."""
     cfg = copy.deepcopy(config) if config is not None else _default_config()
     facts = study_facts(results_dir)
     cfg["results_study"] = {**(cfg.get("results_study") or {}), **facts}
     cfg.setdefault("published_alignment", facts["published"])
+    # the power analysis's puzzles per participant: as the workflow resolves it (the study's)
+    power = cfg.setdefault("simulate", {}).setdefault("power", {})
+    if power.get("per_session") is None and facts["puzzles_per_session"]:
+        power["per_session"] = max(2, max(facts["puzzles_per_session"]))
     return cfg
 
 

@@ -64,6 +64,12 @@ ENTRIES: tuple[Entry, ...] = (
         "Gaps between interactions and the pause mixture",
         "pauses",
     ),
+    E(
+        "tables/pause_order_dependence.csv",
+        "pause_order_dependence",
+        "Pause threshold under other orders of the gaps",
+        "pauses",
+    ),
     E("features/attempts.csv", "features_attempts", "Behavioural features per attempt", "features"),
     E("figures/ratings.png", "fig_ratings", "Difficulty ratings", "ratings"),
     E("figures/solve_trajectories.png", "fig_solve_trajectories", "Solve trajectories", "ratings"),

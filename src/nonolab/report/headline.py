@@ -59,6 +59,10 @@ def fmt_p(value: Any) -> str:
     return f"p = {fmt(x)}"
 
 
+#: p-value columns -> how a sentence names them
+P_NAMES = {"p_satt": "Satterthwaite p", "p": "p"}
+
+
 def _load_json(path: Path) -> dict[str, Any] | None:
     return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
 
@@ -144,8 +148,10 @@ def ranking_sentences(root: Path) -> list[str]:
 
 def models_sentences(root: Path) -> list[str]:
     """Sentences on the mixed models: for each behaviour (``tables/behaviour_models.csv``,
-    corrected alignment) how many SAT metrics have a slope with Satterthwaite p below 0.05,
-    and the moderation models' interaction terms (``tables/moderation.csv``)."""
+    corrected alignment) how many SAT metrics have a slope with Satterthwaite p below 0.05;
+    the moderation conclusion over the model steps (``tables/moderation_conclusion.csv``,
+    :func:`nonolab.stats.conclusion.summary_sentence`), else the moderation models'
+    interaction terms (``tables/moderation.csv``)."""
     out = []
     path = root / "tables" / "behaviour_models.csv"
     if path.is_file():
@@ -153,13 +159,14 @@ def models_sentences(root: Path) -> list[str]:
         if "alignment" in t.columns:
             t = t[t["alignment"] == "corrected"]
         pcol = "p_satt" if "p_satt" in t.columns else "p"
+        pname = P_NAMES.get(pcol, pcol)
         for behaviour, g in t.groupby("behaviour", sort=False):
             ps = g[pcol].map(_num)
             sig = g[ps < 0.05]
             if sig.empty:
                 out.append(
                     f"Mixed models of {behaviour}: no SAT metric has a slope with "
-                    f"{pcol} < 0.05 ({len(g)} metrics)."
+                    f"{pname} < 0.05 ({len(g)} metrics)."
                 )
             else:
                 terms = ", ".join(
@@ -168,10 +175,17 @@ def models_sentences(root: Path) -> list[str]:
                 )
                 out.append(
                     f"Mixed models of {behaviour}: {len(sig)} of {len(g)} SAT metrics have a "
-                    f"slope with {pcol} < 0.05: {terms}."
+                    f"slope with {pname} < 0.05: {terms}."
                 )
+    conclusion = root / "tables" / "moderation_conclusion.csv"
     path = root / "tables" / "moderation.csv"
-    if path.is_file():
+    if conclusion.is_file():
+        from nonolab.stats.conclusion import summary_sentence
+
+        t = pd.read_csv(conclusion)
+        if not t.empty and {"step", "metric", "p_fdr", "significant_at_05"} <= set(t.columns):
+            out.append(summary_sentence(t, list(dict.fromkeys(t["metric"]))))
+    elif path.is_file():
         t = read_table(path)
         if "alignment" in t.columns:
             t = t[t["alignment"] == "corrected"]
@@ -182,7 +196,9 @@ def models_sentences(root: Path) -> list[str]:
                 f"{r['metric']} x expertise: coefficient {fmt(r['coef'])}, {fmt_p(r[pcol])}"
                 for _, r in inter.iterrows()
             )
-            out.append(f"Moderation of final difficulty by expertise ({pcol}): {terms}.")
+            out.append(
+                f"Moderation of final difficulty by expertise ({P_NAMES.get(pcol, pcol)}): {terms}."
+            )
     return out
 
 
@@ -196,10 +212,14 @@ def pause_sentences(root: Path) -> list[str]:
         return []
     used = rec.get("threshold_used_s")
     source = rec.get("threshold_source", "fitted")
+    crossing = rec.get("threshold_s")
+    fitted = ""
+    if crossing is not None and used is not None and abs(float(crossing) - float(used)) > 1e-9:
+        fitted = f"; the fitted crossing is {fmt(crossing)} s"
     out = [
-        f"Pause threshold: {fmt(used)} s ({source}), from a {len(rec.get('weights') or [])}"
-        f"-component Gaussian mixture of the log gaps between {fmt(rec.get('n_gaps'))} "
-        "interactions within puzzles."
+        f"Pause threshold used: {fmt(used)} s (source: {source}{fitted}), from a "
+        f"{len(rec.get('weights') or [])}-component Gaussian mixture of the log gaps between "
+        f"interactions within puzzles ({fmt(rec.get('n_gaps'))} gaps)."
     ]
     fit = rec.get("converged_fit") or {}
     check = fit.get("check") or {}
@@ -238,62 +258,60 @@ def _degenerate_sentences(rec: Mapping[str, Any]) -> list[str]:
     return out
 
 
-#: errata columns that are categories to count (whichever the table has)
-ERRATA_CATEGORIES = ("change_category", "cause_evidence", "cause")
-
-
-def errata_counts(errata: pd.DataFrame) -> dict[str, dict[str, int]]:
-    """Return, for each categorical column of the errata table that is there
-    (:data:`ERRATA_CATEGORIES`), the number of rows per value (empty values skipped), values in
-    order of first appearance."""
-    out: dict[str, dict[str, int]] = {}
-    for col in ERRATA_CATEGORIES:
-        if col in errata.columns:
-            values = errata[col][errata[col].str.strip() != ""]
-            out[col] = {str(k): int(v) for k, v in values.value_counts(sort=False).items()}
-    return out
-
-
-def conclusion_changes(errata: pd.DataFrame) -> pd.DataFrame:
-    """Return the errata rows whose conclusion changes: ``change_category`` significance or
-    direction when the table has that column, else a true ``conclusion_changes`` flag."""
-    if "change_category" in errata.columns:
-        return errata[errata["change_category"].isin(["significance", "direction"])]
-    if "conclusion_changes" in errata.columns:
-        flag = errata["conclusion_changes"].str.strip().str.lower()
-        return errata[flag.isin(["true", "1", "yes"])]
-    return errata[:0]
-
-
 def errata_sentences(root: Path) -> list[str]:
-    """Sentences summarising ``tables/errata.csv``: how many published numbers change, how
-    many per category and cause, and which conclusions change (by quantity). Empty when the
-    table is missing or has no rows (a study without a published analysis)."""
+    """Sentences summarising ``tables/errata.csv`` (:func:`nonolab.stats.errata.errata_summary`):
+    how many published numbers change, how many per kind of change and per kind of cause, how
+    many conclusions change, and which (quantity and cause), first twelve. Empty when the table
+    is missing or has no rows (a study without a published analysis). A table written before
+    the categorical columns existed gives its row count and says so."""
     path = root / "tables" / "errata.csv"
     if not path.is_file():
         return []
-    t = read_table(path)
+    t = pd.read_csv(path)
     if t.empty:
         return []
     out = [f"{len(t)} published numbers change."]
-    names = {"change_category": "by kind of change", "cause_evidence": "by evidence"}
-    for col, counts in errata_counts(t).items():
-        label = names.get(col, f"by {col.replace('_', ' ')}")
-        out.append(f"Changes {label}: " + "; ".join(f"{k}: {v}" for k, v in counts.items()) + ".")
-    changed = conclusion_changes(t)
-    if changed.empty:
-        out.append("No conclusion changes.")
-    else:
-        quantities = list(dict.fromkeys(changed["quantity"])) if "quantity" in t.columns else []
-        shown = "; ".join(quantities[:12]) + ("; ..." if len(quantities) > 12 else "")
-        out.append(f"{len(changed)} conclusions change: {shown}.")
+    if not {"change_category", "cause_evidence"} <= set(t.columns):
+        return out + [
+            "This errata table has no change categories: rerun the errata stage "
+            "(`nonolab run`) for the summary by kind of change and cause."
+        ]
+    from nonolab.stats.errata import errata_summary
+
+    summary = errata_summary(t)
+
+    def counts(d: Mapping[str, int]) -> str:
+        return "; ".join(f"{k}: {v}" for k, v in d.items())
+
+    out.append(f"By kind of change: {counts(summary['change_category'])}.")
+    out.append(f"By cause: {counts(summary['cause_evidence'])}.")
+    changed = t[t["change_category"].isin(["significance", "direction"])]
+    n = summary["conclusions_changed"]
+    if n == 0:
+        out.append("No conclusion changes (no change of significance or of direction).")
+        return out
+    out.append(
+        f"{n} conclusions change (significance or direction"
+        + (
+            f"; {summary['unadjusted_only']} more change only without the multiplicity adjustment"
+            if summary.get("unadjusted_only")
+            else ""
+        )
+        + "):"
+    )
+    for _, row in changed.head(12).iterrows():
+        cause = str(row.get("cause", "")).split(":")[0]
+        out.append(
+            f"{row['quantity']}: {row['change_category']} changes "
+            f"(published {fmt(row.get('published'))}, corrected {fmt(row.get('corrected'))}); "
+            f"cause: {cause} ({row['cause_evidence']})."
+        )
+    if len(changed) > 12:
+        out.append(f"... and {len(changed) - 12} more: see the errata table.")
     return out
 
 
 __all__ = [
-    "ERRATA_CATEGORIES",
-    "conclusion_changes",
-    "errata_counts",
     "errata_sentences",
     "fmt",
     "fmt_p",

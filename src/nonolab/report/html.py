@@ -21,6 +21,7 @@ JavaScript code.
 from __future__ import annotations
 
 import base64
+import functools
 import html
 import json
 import math
@@ -367,6 +368,7 @@ INIT_JS = """
 """
 
 
+@functools.cache
 def _datatables_assets() -> tuple[str, str]:
     """Return (CSS, base64 of the JavaScript module) of the DataTables bundle shipped with
     itables (``itables.options.dt_bundle``)."""
@@ -416,6 +418,11 @@ def render_report(results_dir: str | os.PathLike) -> str:
     if errata:
         parts.append(_sentences_html("Errata summary", "errata-summary", [errata]))
         top.append(("errata-summary", "Errata summary"))
+    parts.append(
+        '<section id="about"><h2>About this analysis</h2>'
+        f'<div class="caption">{_caption_html("workflow", root)}</div></section>'
+    )
+    top.append(("about", "About this analysis"))
     toc_html = "".join(f'<li><a href="#{a}">{text(t)}</a></li>' for a, t in top)
     for key, heading in SECTIONS.items():
         if not items[key]:

@@ -132,6 +132,29 @@ def selection_pool_ids(
     return pd.DataFrame(rows)
 
 
+def own_pool_ids(served: pd.DataFrame, pool: pd.DataFrame) -> pd.DataFrame:
+    """Return the representativeness ids of a study without published statistics: one
+    ``corrected`` row per served puzzle (``puzzle_id``, ``puzzle_hash``; sorted numerically by
+    id) with its own statistics (``source_hash`` = ``puzzle_hash``) and ``pool_puzzle_id`` its
+    row in ``pool`` when the pool holds the same puzzle (``puzzle_hash`` and ``pool_puzzle_id``
+    columns), else empty."""
+    row_of = {}
+    if {"puzzle_hash", "pool_puzzle_id"} <= set(pool.columns):
+        row_of = dict(zip(pool["puzzle_hash"], pool["pool_puzzle_id"].astype(str), strict=True))
+    own = dict(zip(served["puzzle_id"].astype(str), served["puzzle_hash"], strict=True))
+    rows = [
+        {
+            "alignment": "corrected",
+            "experiment_id": i,
+            "puzzle_hash": own[i],
+            "source_hash": own[i],
+            "pool_puzzle_id": row_of.get(own[i], ""),
+        }
+        for i in sorted(own, key=lambda s: (len(s), s))
+    ]
+    return pd.DataFrame(rows, columns=REPRESENTATIVENESS_ID_COLUMNS)
+
+
 def pool_percentile(pool_values: Sequence[float], value: float) -> float:
     """Return the percentage (0-100) of pool values strictly below ``value``."""
     return 100.0 * float(np.mean(np.asarray(pool_values, dtype=float) < value))
@@ -231,8 +254,9 @@ def pool_tables(
     Keys: ``correlation`` (:func:`metric_correlations` of samples ``pool`` when given and
     ``selected``, the served puzzles' own statistics: a correlation between two metrics of the
     same puzzles does not depend on the alignment), ``vif`` (:func:`metric_vif`, same samples)
-    and ``representativeness`` (:func:`selection_representativeness`; no rows without
-    ``selected``).
+    and ``representativeness`` (:func:`selection_representativeness`: with ``selected`` both
+    alignments, else with a ``pool`` each served puzzle against it (:func:`own_pool_ids`), else
+    no rows).
     """
     served = attempts[["puzzle_id", "puzzle_hash"]].drop_duplicates()
     m = metrics[(metrics["solver"] == solver) & (metrics["encoding"] == encoding)]
@@ -240,6 +264,8 @@ def pool_tables(
     samples = ({"pool": pool} if pool is not None else {}) | {"selected": own}
     if selected is not None:
         ids = selection_pool_ids(selected, served, m)
+    elif pool is not None:
+        ids = own_pool_ids(served, pool)
     else:
         ids = pd.DataFrame(columns=REPRESENTATIVENESS_ID_COLUMNS)
     return {

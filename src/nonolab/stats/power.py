@@ -44,12 +44,14 @@ def bt_win_counts(queues: np.ndarray, ratings: np.ndarray, n_puzzles: int) -> np
 
     ``[r, i, j]`` counts how often puzzle ``i`` was rated harder than ``j`` by one participant
     of replication ``r``: a decided pair counts 2, a tie 1 each way (a tie is half a win each),
-    as in :mod:`nonolab.stats.ranking`. ``queues`` and ``ratings``: (R, participants, 3).
+    as in :mod:`nonolab.stats.ranking`. ``queues`` and ``ratings``: (R, participants, k), k
+    puzzles per participant (every pair of a participant's puzzles is compared).
     """
     n_rep = queues.shape[0]
     rep = np.broadcast_to(np.arange(n_rep)[:, None], queues.shape[:2])
     idx, wts = [], []
-    for a, b in _PAIRS:
+    pairs = _PAIRS if queues.shape[-1] == 3 else itertools.combinations(range(queues.shape[-1]), 2)
+    for a, b in pairs:
         ra, rb = ratings[..., a], ratings[..., b]
         ok = ~(np.isnan(ra) | np.isnan(rb))
         r, qa, qb, ra, rb = rep[ok], queues[..., a][ok], queues[..., b][ok], ra[ok], rb[ok]
