@@ -5,6 +5,7 @@ component and its fallback are stated, and the errata summary counts the table's
 from __future__ import annotations
 
 import json
+import math
 import re
 from pathlib import Path
 
@@ -14,6 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from nonolab.report import headline
+from nonolab.stats.correlations import p_method
 from nonolab.stats.errata import ERRATA_COLUMNS, errata_summary
 
 
@@ -25,42 +27,40 @@ def _table1(root: Path, rows: list[dict]) -> None:
 @settings(max_examples=40, deadline=None)
 @given(
     rho=st.floats(-1, 1, allow_nan=False),
-    p=st.one_of(st.just(0.0), st.floats(0, 1)),
-    perm=st.floats(1e-6, 1),
+    asym=st.one_of(st.just(0.0), st.floats(0, 1)),
+    n=st.integers(3, 12),
+    data=st.data(),
 )
-def test_table1_sentence_has_the_tables_numbers_and_never_p_zero(tmp_path_factory, rho, p, perm):
+def test_table1_sentence_has_the_tables_numbers_and_never_p_zero(
+    tmp_path_factory, rho, asym, n, data
+):
     root = tmp_path_factory.mktemp("t1")
+    method = p_method(n)
+    perm = data.draw(st.floats(2 / math.factorial(n) if n <= 9 else 1e-5, 1))
+    row = {
+        "solver": "s1",
+        "encoding": "e1",
+        "metric": "decisions",
+        "n": n,
+        "bt_rho": rho,
+        "bt_p": perm,
+        "bt_p_asymptotic": asym,
+        "p_method": method,
+    }
     _table1(
         root,
         [
-            {
-                "alignment": "corrected",
-                "solver": "s1",
-                "encoding": "e1",
-                "metric": "decisions",
-                "n": 4,
-                "bt_rho": rho,
-                "bt_p": p,
-                "perm_p": perm,
-            },
-            {
-                "alignment": "published",
-                "solver": "s1",
-                "encoding": "e1",
-                "metric": "decisions",
-                "n": 4,
-                "bt_rho": 0.123456,
-                "bt_p": 0.5,
-                "perm_p": 0.5,
-            },
+            {"alignment": "corrected", **row},
+            {**row, "alignment": "published", "bt_rho": 0.123456},
         ],
     )
     text = " ".join(headline.table1_sentences(root, "s1", "e1"))
     assert f"rho = {headline.fmt(rho)}" in text
-    assert f"exact permutation p = {headline.fmt(perm)}" in text
+    assert f"{method.split(' (')[0]} p = {headline.fmt(perm)}" in text
+    assert ("exact permutation" in text) == (n <= 9)
     assert not re.search(r"\bp = 0(?![.\d])", text)
     assert "0.123" not in text  # the published alignment is not the headline
-    assert "With 4 puzzles" in text
+    assert (f"With {n} puzzles" in text) == (n < 10)
 
 
 def test_fmt_p_never_writes_zero():

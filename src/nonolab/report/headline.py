@@ -72,8 +72,9 @@ def _load_json(path: Path) -> dict[str, Any] | None:
 def table1_sentences(root: Path, main_solver: str, main_encoding: str) -> list[str]:
     """Sentences on Table 1 (``tables/table1_spearman.csv``): the corrected alignment's Spearman
     rho between the Bradley-Terry difficulty and each metric of the main solver and encoding,
-    with the exact permutation p when the table has one (``perm_p``) and the asymptotic p
-    labelled beside it; then the strongest correlation over every solver and encoding."""
+    with the permutation p named by its method (``p_method``: exact for few puzzles) and the
+    asymptotic p labelled beside it (tables from before ``p_method``: ``perm_p`` and ``bt_p``);
+    then the strongest correlation over every solver and encoding."""
     path = root / "tables" / "table1_spearman.csv"
     if not path.is_file():
         return []
@@ -90,9 +91,15 @@ def table1_sentences(root: Path, main_solver: str, main_encoding: str) -> list[s
         if math.isnan(rho):
             parts.append(f"{row['metric']}: not defined (the metric is the same for every puzzle)")
             continue
-        perm = _num(row.get("perm_p"))
-        if not math.isnan(perm):
-            p_text = f"exact permutation {fmt_p(perm)}; asymptotic {fmt_p(row.get('bt_p'))}"
+        if "p_method" in row and str(row["p_method"]).strip():
+            # bt_p is the permutation p (exact for few puzzles); the asymptotic one beside it
+            p_text = f"{row['p_method'].split(' (')[0]} {fmt_p(row.get('bt_p'))}"
+            if "bt_p_asymptotic" in row:
+                p_text += f"; asymptotic {fmt_p(row.get('bt_p_asymptotic'))}"
+        elif not math.isnan(_num(row.get("perm_p"))):
+            p_text = (
+                f"exact permutation {fmt_p(row.get('perm_p'))}; asymptotic {fmt_p(row.get('bt_p'))}"
+            )
         else:
             p_text = fmt_p(row.get("bt_p"))
         parts.append(f"{row['metric']} rho = {fmt(rho)} ({p_text})")
