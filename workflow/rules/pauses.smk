@@ -18,6 +18,11 @@ rule pauses:
             category="Pauses",
         ),
         gaps="results/pauses/gaps.csv",
+        order=report(
+            "results/tables/pause_order_dependence.csv",
+            caption="../report/pause_order_dependence.rst",
+            category="Pauses",
+        ),
     log:
         "results/logs/pauses.log",
     benchmark:
@@ -41,8 +46,10 @@ rule pauses:
             converged=config["pauses"]["converged"],
             max_fit_gaps=config["pauses"].get("max_fit_gaps"),
         ),
+        order_check=config["pauses"].get("order_check", {"n_orders": 0, "seed": 0}),
     script:
         "../../scripts/pauses.py"
 
 
 ALL_TARGETS.append("results/pauses/threshold.json")
+ALL_TARGETS.append("results/tables/pause_order_dependence.csv")
