@@ -162,8 +162,8 @@ def test_sdist_carries_the_workflow(installed, tmp_path):
 
 def test_a_new_lab_runs_its_own_study_from_an_install(installed, tmp_path):
     """The new-lab scenario, as README.md and docs/presets.md tell it, from the installed
-    package: a lab's own study (8 participants, 4 simulated 8x8 puzzles, its own puzzle file
-    name) is refused without a preset with a message that says what to write, then runs with
+    package: a lab's own study (8 participants, 4 simulated 8x8 puzzles, 4 a session, its own
+    puzzle file name) is refused without a preset with a message that says what to write, then runs with
     its preset (`extends: default`), and `nonolab report` builds the report naming that study.
     No step shows a Python or Snakemake traceback."""
     _, env = installed
@@ -199,7 +199,7 @@ def test_a_new_lab_runs_its_own_study_from_an_install(installed, tmp_path):
 
     (lab / "ours.yaml").write_text(
         "extends: default\nname: our-lab\ndescription: Our lab's 8x8 study.\n"
-        "puzzle_file: our_puzzles.json\n",
+        "puzzle_file: our_puzzles.json\npuzzles_per_session: 4\n",
         encoding="utf-8",
     )
     ran = nonolab("run", "--study", "study", "--preset", "ours.yaml", "--results", "results-ours")
@@ -212,6 +212,9 @@ def test_a_new_lab_runs_its_own_study_from_an_install(installed, tmp_path):
     assert report.returncode == 0, report.stderr
     page = (out / "report.html").read_text(encoding="utf-8")
     assert "our-lab" in page or str(lab / "study") in page
+    # nothing of the public study's design or published analysis
+    for phrase in ("67 participants", "6 puzzles", "fast (drag)", "published_semantics"):
+        assert phrase not in page, phrase
 
     for res in steps:
         text = res.stdout + res.stderr

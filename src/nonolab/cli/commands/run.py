@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
-from nonolab.cli import COMMANDS, EXTRAS
+from nonolab.cli import EXTRAS
 
 #: modules the workflow's rules import: every optional dependency of the `pipeline` extra and
 #: matplotlib from `plot` (nonolab.cli.EXTRAS), Snakemake first
@@ -86,8 +86,6 @@ SHOW_SNAKEMAKE = frozenset(
 RUN_LOG = Path("results") / "logs" / "run.log"
 #: the exclusion ledger of the ingest, relative to the working directory
 LEDGER = Path("results") / "ingest" / "ledger.csv"
-#: the study report, relative to the working directory
-REPORT = Path("results") / "report.html"
 DOCS_PRESETS = "docs/presets.md"
 
 
@@ -377,35 +375,12 @@ def _failure_text(outcome: Outcome, log_path: Path, workdir: Path) -> str:
     return "\n".join(lines)
 
 
-def _report_builder(cmd: list[str], log_path: Path) -> Any:
-    """Return the function that builds the study report, ``f(workdir) -> Path``: the one
-    ``nonolab report`` calls, or, where that command is not there, Snakemake's own report
-    (``cmd`` with ``--report``, its output appended to ``log_path``)."""
-    if "report" in COMMANDS:  # `nonolab report`: the same function that command calls
-        from nonolab.cli import build_parser
+def build_study_report(workdir: Path) -> Path:
+    """Build the study report of ``workdir`` (the folder holding ``results/``) with the function
+    ``nonolab report`` calls (:func:`nonolab.report.html.build_report`); return its path."""
+    from nonolab.report.html import build_report
 
-        def build(workdir: Path) -> Path:
-            parser = build_parser(["report"])
-            args = parser.parse_args(["report", "--results", str(workdir)])
-            code = int(args.func(args) or 0)
-            if code != 0:
-                raise RuntimeError(f"`nonolab report --results {workdir}` ended with {code}")
-            return workdir / REPORT
-
-        return build
-
-    def snakemake_report(workdir: Path) -> Path:
-        out = workdir / REPORT
-        at = cmd.index("--config") if "--config" in cmd else len(cmd)
-        with open(log_path, "a", encoding="utf-8") as log:
-            code = subprocess.call(
-                [*cmd[:at], "--report", str(out), *cmd[at:]], stdout=log, stderr=subprocess.STDOUT
-            )
-        if code != 0:
-            raise RuntimeError(f"Snakemake could not build the report; see {log_path}")
-        return out
-
-    return snakemake_report
+    return build_report(workdir)
 
 
 def _whole_workflow(targets: list[str], passthrough: list[str]) -> bool:
@@ -485,7 +460,7 @@ def _run(args: argparse.Namespace) -> int:
         if mode != "quiet":
             print("building the report", flush=True)
         try:
-            report = _report_builder(cmd, log_path)(workdir)
+            report = build_study_report(workdir)
         except Exception as exc:  # the results stay; say why the report is missing
             print(_summary(workdir, log_path, None, outcome))
             print(f"nonolab run: the report could not be built: {exc}", file=sys.stderr)
