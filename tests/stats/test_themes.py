@@ -7,6 +7,7 @@ import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from scipy import stats
 from statsmodels.stats.multitest import multipletests
 
 from nonolab.stats.themes import (
@@ -18,8 +19,11 @@ from nonolab.stats.themes import (
     prevalence,
     rank_biserial,
     strategy_codes,
+    theme_behaviour_tests,
     theme_codes,
     theme_test_responses,
+    with_incorrect_submissions,
+    within_puzzle_percentile,
 )
 
 
@@ -158,3 +162,72 @@ def test_responses_of_participants_not_analysed_are_left_out(tmp_path):
     resp = theme_test_responses(used)
     assert resp["response_id"].tolist() == ["R0", "R1"]
     assert code_tests(resp, ["X"])["n_present"].tolist() == [1]
+
+
+def test_within_puzzle_percentile_by_hand():
+    v = pd.Series([10.0, 20.0, 20.0, 5.0, np.nan, 7.0])
+    puz = pd.Series(["a", "a", "a", "b", "b", "b"])
+    got = within_puzzle_percentile(v, puz)
+    # a: ranks 1, 2.5, 2.5 of 3 -> (r - 0.5) / 3; b: 5 and 7 of 2, NaN stays NaN
+    np.testing.assert_allclose(got[[0, 1, 2]], [0.5 / 3, 2 / 3, 2 / 3])
+    np.testing.assert_allclose(got[[3, 5]], [0.25, 0.75])
+    assert np.isnan(got[4])
+
+
+def test_incorrect_submissions_counts_wrong_checks():
+    attempts = pd.DataFrame({"participant_id": ["p", "p", "q"], "order": [1, 2, 1]})
+    events = pd.DataFrame(
+        {
+            "participant_id": ["p", "p", "p", "q", "p"],
+            "order": [1, 1, 1, 1, 2],
+            "phase": ["puzzle", "puzzle", "puzzle", "puzzle", "survey"],
+            "type": ["check_bank", "check_bank", "move", "check_bank", "check_bank"],
+            "solved": pd.array([False, True, pd.NA, True, False], dtype="boolean"),
+        }
+    )
+    got = with_incorrect_submissions(attempts, events)
+    assert list(got["incorrect_submissions"]) == [1, 0, 0]
+
+
+def _pairs_data(seed: int) -> tuple[pd.DataFrame, pd.DataFrame, np.ndarray]:
+    """Generated rating reasons of 12 participants x 3 puzzles; theme X on a random subset.
+    Returns (responses, attempts, per-participant differences computed by hand)."""
+    rng = np.random.default_rng(seed)
+    rows, att = [], []
+    for i in range(12):
+        for q in range(3):
+            x = int(rng.random() < 0.4)
+            rows.append({"participant": f"P{i}", "puzzle_id": str(q), "code_X": x})
+            att.append({"participant_id": f"P{i}", "puzzle_id": str(q), "b": rng.normal() + q})
+    resp, attempts = pd.DataFrame(rows), pd.DataFrame(att)
+    pct = within_puzzle_percentile(attempts["b"], attempts["puzzle_id"])
+    d = resp.assign(pct=pct.to_numpy())
+    diffs = []
+    for _, g in d.groupby("participant", sort=True):
+        if g["code_X"].nunique() == 2:
+            diffs.append(g.loc[g.code_X == 1, "pct"].mean() - g.loc[g.code_X == 0, "pct"].mean())
+    return resp, attempts, np.array(diffs)
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3, 4])
+def test_theme_behaviour_tests_equal_a_hand_wilcoxon(seed):
+    resp, attempts, diffs = _pairs_data(seed)
+    got = theme_behaviour_tests(resp, attempts, ["X"], ["b"]).iloc[0]
+    assert got["n_participants"] == len(diffs)
+    assert got["mean_difference"] == pytest.approx(diffs.mean())
+    res = stats.wilcoxon(diffs)
+    assert got["p"] == pytest.approx(res.pvalue) and got["w"] == res.statistic
+    nz = diffs[diffs != 0]
+    r = stats.rankdata(np.abs(nz))
+    want = (r[nz > 0].sum() - r[nz < 0].sum()) / r.sum()
+    assert got["rank_biserial"] == pytest.approx(want)
+    assert got["p_fdr"] == pytest.approx(got["p"])  # a family of one
+
+
+def test_theme_behaviour_tests_need_pairs_and_columns():
+    resp, attempts, _ = _pairs_data(5)
+    resp["code_X"] = 1  # nobody has a response without the theme: no pairs, no test
+    got = theme_behaviour_tests(resp, attempts, ["X"], ["b"]).iloc[0]
+    assert got["n_participants"] == 0 and np.isnan(got["p"])
+    with pytest.raises(ValueError, match="lacks behaviour"):
+        theme_behaviour_tests(resp, attempts, ["X"], ["nope"])
