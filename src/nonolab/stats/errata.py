@@ -246,6 +246,20 @@ def decimals_of(text: str) -> int:
     return len(text.split(".")[1]) if "." in text else 0
 
 
+def errata_summary_text(summary: Mapping, alpha: float = 0.05) -> str:
+    """Return the README's and the report's sentence of :func:`errata_summary` counts."""
+    cat, cause = summary["change_category"], summary["cause_evidence"]
+    return (
+        f"Of the {summary['rows']} published numbers that change, "
+        f"{summary['conclusions_changed']} change a stated conclusion under the inference rule "
+        f"({cat['significance']} significance at {alpha:g} after the family's multiplicity "
+        f"adjustment, {cat['direction']} direction) and {cat['estimate']} the estimate only; "
+        f"{summary['unadjusted_only']} of these cross {alpha:g} only before the adjustment. By "
+        f"evidence: {cause['error']} error, {cause['analysis choice']} analysis choice, "
+        f"{cause['not reproducible']} not reproducible."
+    )
+
+
 def _row(
     quantity: str,
     published: float,
