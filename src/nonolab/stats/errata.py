@@ -195,7 +195,8 @@ def errata_summary(errata: pd.DataFrame) -> dict:
     category present, zeros included); ``by_cause`` (cause_evidence -> change_category ->
     rows); ``conclusions_changed`` (rows whose category is significance or direction);
     ``significance_unadjusted`` (rows whose unadjusted verdict under the rule changes);
-    ``unadjusted_only`` (of those, rows whose adjusted verdict does not change)."""
+    ``unadjusted_only`` (of those, the estimate-only rows: the adjusted verdict does not
+    change)."""
     cat = errata["change_category"].astype(str) if len(errata) else pd.Series(dtype=str)
     cause = errata["cause_evidence"].astype(str) if len(errata) else pd.Series(dtype=str)
 
@@ -208,7 +209,7 @@ def errata_summary(errata: pd.DataFrame) -> dict:
         known = a.notna() & b.notna()
         changed = known & (a != b)
         unadj = int(changed.sum())
-        only = int((changed & ~cat.eq("significance")).sum())
+        only = int((changed & cat.eq("estimate")).sum())
     else:
         only = 0
     return {
@@ -253,9 +254,9 @@ def errata_summary_text(summary: Mapping, alpha: float = 0.05) -> str:
         f"Of the {summary['rows']} published numbers that change, "
         f"{summary['conclusions_changed']} change a stated conclusion under the inference rule "
         f"({cat['significance']} significance at {alpha:g} after the family's multiplicity "
-        f"adjustment, {cat['direction']} direction) and {cat['estimate']} the estimate only; "
-        f"{summary['unadjusted_only']} of these cross {alpha:g} only before the adjustment. By "
-        f"evidence: {cause['error']} error, {cause['analysis choice']} analysis choice, "
+        f"adjustment, {cat['direction']} direction) and {cat['estimate']} the estimate only "
+        f"({summary['unadjusted_only']} of them cross {alpha:g} only without the adjustment). "
+        f"By evidence: {cause['error']} error, {cause['analysis choice']} analysis choice, "
         f"{cause['not reproducible']} not reproducible."
     )
 
