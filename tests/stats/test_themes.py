@@ -231,3 +231,5 @@ def test_theme_behaviour_tests_need_pairs_and_columns():
     assert got["n_participants"] == 0 and np.isnan(got["p"])
     with pytest.raises(ValueError, match="lacks behaviour"):
         theme_behaviour_tests(resp, attempts, ["X"], ["nope"])
+    empty = theme_behaviour_tests(resp, attempts, [], ["b"])
+    assert empty.empty and {"code", "p", "p_fdr", "rank_biserial"} <= set(empty.columns)

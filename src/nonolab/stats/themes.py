@@ -370,7 +370,8 @@ def theme_behaviour_tests(
             elif len(pairs) >= min_pairs:  # every difference is zero
                 row.update({"rank_biserial": 0.0, "p": 1.0})
             rows.append(row)
-    out = pd.DataFrame(rows)
+    cols = ["code", "behaviour", "n_participants", "n_present", "n_absent", "mean_difference"]
+    out = pd.DataFrame(rows, columns=[*cols, "rank_biserial", "w", "p"])
     out["p_fdr"] = bh_fdr(out["p"]) if len(out) else pd.Series(dtype=float)
     return out
 
