@@ -33,6 +33,20 @@ from statsmodels.stats.multitest import multipletests
 
 from nonolab.stats.correlations import bh_fdr
 
+#: The inference rule in words (for the report and the README).
+INFERENCE_RULE = (
+    "Every erratum is judged by one rule: its significance, as published and as corrected, is "
+    "the corrected analysis's own test for that model (Satterthwaite t for the mixed models, "
+    "whose SAT-metric terms are puzzle-level; cluster-robust standard errors by puzzle for OLS "
+    "of a SAT metric on behaviour; the Spearman test over the puzzles; the OLS t of the "
+    "rating-level adjustment models; Mann-Whitney for the themes), applied to the reproduced "
+    "published fit and to the corrected fit, without and with Benjamini-Hochberg adjustment "
+    "within a stated family (the metrics of a table, the behaviour x metric models of a table, "
+    "one model's behaviours or terms). A significance change is one of the adjusted verdict; a "
+    "direction change is a sign change of an effect significant both ways; every other row "
+    "changes an estimate only."
+)
+
 #: Values of ``change_category``, strongest first.
 CHANGE_CATEGORIES: tuple[str, ...] = ("significance", "direction", "estimate")
 #: Values of ``cause_evidence``.
