@@ -426,59 +426,25 @@ def test_pause_rows_not_reproducible_when_the_order_moves_the_published_number()
     assert {r["change_category"] for r in rows.values()} == {"estimate"}
 
 
+def _judged(quantity: str, cause: str, p: tuple, effects: tuple, corrected: float = 2) -> dict:
+    """An errata row with verdict p-values (published, corrected, published adjusted,
+    corrected adjusted) and effects (published, corrected)."""
+    verdict = errata.Verdict(
+        p_published=p[0],
+        p_corrected=p[1],
+        p_published_adjusted=p[2],
+        p_corrected_adjusted=p[3],
+        effect_published=effects[0],
+        effect_corrected=effects[1],
+    )
+    return errata._row(quantity, 1, 1, corrected, "c", "e", cause, verdict)
+
+
 def _summary_table() -> pd.DataFrame:
     rows = [
-        errata._row(
-            "a",
-            1,
-            1,
-            2,
-            "c",
-            "e",
-            "error",
-            errata.Verdict(
-                p_published=0.01,
-                p_corrected=0.2,
-                p_published_adjusted=0.03,
-                p_corrected_adjusted=0.3,
-                effect_published=1,
-                effect_corrected=1,
-            ),
-        ),
-        errata._row(
-            "b",
-            1,
-            1,
-            2,
-            "c",
-            "e",
-            "analysis choice",
-            errata.Verdict(
-                p_published=0.01,
-                p_corrected=0.2,
-                p_published_adjusted=0.06,
-                p_corrected_adjusted=0.3,
-                effect_published=1,
-                effect_corrected=1,
-            ),
-        ),
-        errata._row(
-            "c",
-            1,
-            1,
-            -2,
-            "c",
-            "e",
-            "error",
-            errata.Verdict(
-                p_published=0.001,
-                p_corrected=0.001,
-                p_published_adjusted=0.003,
-                p_corrected_adjusted=0.003,
-                effect_published=1,
-                effect_corrected=-2,
-            ),
-        ),
+        _judged("a", "error", (0.01, 0.2, 0.03, 0.3), (1, 1)),
+        _judged("b", "analysis choice", (0.01, 0.2, 0.06, 0.3), (1, 1)),
+        _judged("c", "error", (0.001, 0.001, 0.003, 0.003), (1, -2), corrected=-2),
         errata._row("d", 1, 1, 2, "c", "e", "not reproducible"),
     ]
     return errata.errata_table(rows)

@@ -81,16 +81,8 @@ ERRATA_COLUMNS = [
     "evidence",
 ]
 
-_FLOAT_COLUMNS = {
-    "published",
-    "reproduced_as_published",
-    "corrected",
-    "effect_published",
-    "effect_corrected",
-    "p_published_rule",
-    "p_corrected_rule",
-    "p_published_adjusted",
-    "p_corrected_adjusted",
+_FLOAT_COLUMNS = {"published", "reproduced_as_published", "corrected"} | {
+    c for c in VERDICT_COLUMNS if c.startswith(("effect_", "p_"))
 }
 
 CAUSE_TABLE1 = (
