@@ -40,5 +40,5 @@ write_table(
     formats=("csv", "md", "tex"),
     caption="Metric x expertise interaction on final difficulty, step by step: published, "
     "reproduced, corrected alignment, maximal random effects, ordinal model. significant_at_05: "
-    f"BH-adjusted p over the metrics of a step < {p.alpha:g}. {summary}",
+    f"BH-adjusted p over the metrics of a step < {p.alpha:g}. {sentences}",
 )
