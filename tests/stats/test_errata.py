@@ -8,6 +8,8 @@ import io
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from public_study import minisat_metrics, published_features, study_ingest
 from snake import snakemake
 from statsmodels.stats.multitest import multipletests
@@ -469,3 +471,25 @@ def test_change_category_and_summary():
 def test_cause_evidence_is_checked():
     with pytest.raises(ValueError, match="cause_evidence"):
         errata._row("a", 1, 1, 2, "c", "e", "bug")
+
+
+_P = st.one_of(st.just(float("nan")), st.floats(0, 1))
+_E = st.floats(-5, 5, allow_nan=False)
+
+
+@given(pa=_P, pb=_P, ea=_E, eb=_E, alpha=st.sampled_from([0.01, 0.05, 0.1]))
+@settings(max_examples=300, deadline=None)
+def test_change_category_invariants(pa, pb, ea, eb, alpha):
+    v = errata.Verdict(
+        p_published_adjusted=pa, p_corrected_adjusted=pb, effect_published=ea, effect_corrected=eb
+    )
+    row = v.fields(alpha)
+    cat = errata.change_category(row)
+    known = np.isfinite(pa) and np.isfinite(pb)
+    assert (cat == "significance") == (known and (pa < alpha) != (pb < alpha))
+    assert (cat == "direction") == (known and pa < alpha and pb < alpha and ea * eb < 0)
+    if not known:
+        assert cat == "estimate" and (
+            row["significant_published_adjusted"] is None
+            or row["significant_corrected_adjusted"] is None
+        )
