@@ -301,6 +301,18 @@ def within_puzzle_percentile(values: pd.Series, puzzle: pd.Series) -> pd.Series:
     return (rank - 0.5) / n
 
 
+def _signed_rank(d: np.ndarray):
+    """Wilcoxon signed-rank test of ``d`` against 0 as R's ``wilcox.test`` does by default:
+    zero differences dropped; exact below 50 non-zero differences without ties or zeros, else
+    the normal approximation with tie and continuity correction (scipy ``wilcoxon``)."""
+    nonzero = d[d != 0]
+    exact = len(nonzero) < 50 and len(np.unique(np.abs(nonzero))) == len(nonzero)
+    exact = exact and len(nonzero) == len(d)
+    if exact:
+        return stats.wilcoxon(d, zero_method="wilcox", method="exact")
+    return stats.wilcoxon(d, zero_method="wilcox", method="asymptotic", correction=True)
+
+
 def theme_behaviour_tests(
     responses: pd.DataFrame,
     attempts: pd.DataFrame,
@@ -317,8 +329,9 @@ def theme_behaviour_tests(
     puzzle (:func:`within_puzzle_percentile`, over all attempts of the puzzle), so a
     participant's responses on different puzzles compare. For each participant with responses both with and
     without the code, d = mean percentile with - mean percentile without; the test is the
-    Wilcoxon signed-rank test of the d (scipy, two-sided, zero differences dropped
-    (``wilcox``)). Columns: ``code``, ``behaviour``, ``n_participants`` (pairs), ``n_present`` /
+    Wilcoxon signed-rank test of the d (two-sided, as R's ``wilcox.test``: zero differences
+    dropped, exact below 50 pairs without ties, else normal with tie and continuity
+    correction). Columns: ``code``, ``behaviour``, ``n_participants`` (pairs), ``n_present`` /
     ``n_absent`` (responses of those participants), ``mean_difference`` (mean d, percentile
     points as a 0-1 fraction: positive = more of the behaviour, relative to the puzzle, when
     the theme is named), ``rank_biserial`` (matched-pairs rank-biserial r = (W+ - W-) / (W+ +
@@ -342,7 +355,8 @@ def theme_behaviour_tests(
                 pairs = means.iloc[0:0]
             else:
                 pairs = means.dropna(subset=[True, False])
-            diff = (pairs[True] - pairs[False]) if len(pairs) else pd.Series(dtype=float)
+            # rounded: equal percentile differences reached by different sums are ties
+            diff = (pairs[True] - pairs[False]).round(12) if len(pairs) else pd.Series(dtype=float)
             both = d[d["pid"].isin(pairs.index)]
             row = {
                 "code": code,
@@ -359,7 +373,7 @@ def theme_behaviour_tests(
             if len(pairs) >= min_pairs and len(nonzero):
                 ranks = stats.rankdata(np.abs(nonzero))
                 w_plus, w_minus = ranks[nonzero > 0].sum(), ranks[nonzero < 0].sum()
-                res = stats.wilcoxon(diff.to_numpy(), zero_method="wilcox")
+                res = _signed_rank(diff.to_numpy())
                 row.update(
                     {
                         "rank_biserial": float((w_plus - w_minus) / (w_plus + w_minus)),
