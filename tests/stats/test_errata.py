@@ -424,7 +424,8 @@ def test_pause_rows_not_reproducible_when_the_order_moves_the_published_number()
     assert rows["BIC improvement, 2 vs 1 components"]["cause_evidence"] == "not reproducible"
     # 7,387.12-7,387.14 rounds to 7,387.1 in every order: the early-stopped EM is the cause
     assert rows["BIC improvement, 3 vs 1 components"]["cause_evidence"] == "error"
-    assert "1.5174-1.5174 s" in rows["pause threshold (s)"]["evidence"]
+    assert "1.5174200-1.5174200 s" in rows["pause threshold (s)"]["evidence"]
+    assert "give 2.353 to 2.357 over 20 random orders" in rows["pause threshold (s)"]["evidence"]
     assert {r["change_category"] for r in rows.values()} == {"estimate"}
 
 

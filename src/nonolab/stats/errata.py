@@ -573,7 +573,7 @@ def pause_rows(
     if conv_od:
         evidence += (
             f"; over {od['n_orders']} random orders of the same gaps the converged crossing "
-            f"stays within {conv_od['min']:.4f}-{conv_od['max']:.4f} s"
+            f"stays within {conv_od['min']:.7f}-{conv_od['max']:.7f} s"
         )
     k = len(conv["means_log"])
     items = [
@@ -609,7 +609,7 @@ def pause_rows(
         if span is not None:
             lo, hi = span
             row_evidence += (
-                f"; the published settings give {lo:,.{dec}f} to {hi:,.{dec}f} over "
+                f"; the published settings give {lo:,.{dec + 1}f} to {hi:,.{dec + 1}f} over "
                 f"{od['n_orders']} random orders of the same gaps"
             )
             if round(lo, dec) != round(hi, dec):
