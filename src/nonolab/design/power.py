@@ -7,8 +7,9 @@ at once:
 
 * ``spearman_bt`` (:func:`spearman_power`): the puzzle-level Spearman correlation of
   Bradley-Terry difficulty with the metric. Latent difficulty ``D_j = sd (r s_j + sqrt(1 - r^2)
-  e_j)`` with ``s_j`` the normal scores of the metric's ranks among the selected puzzles and ``r
-  = 2 sin(pi rho / 6)`` (population Spearman ``rho``); final ratings by the simulator's rating
+  e_j)`` with ``s_j`` the normal scores of the metric's ranks in the pool (or among the selected
+  puzzles, :class:`Design`) and ``r = 2 sin(pi rho / 6)`` (``rho``: the Spearman correlation in
+  the population of puzzles the scores refer to); final ratings by the simulator's rating
   model (:class:`RatingModel`: ``mean + D_j + b_E E_i + v_i + noise``, rounded and clipped to 1-5,
   each missing with probability ``missing``); BT strengths from within-session pairs
   (:func:`nonolab.stats.power.bt_scores_batch`) and the Spearman test against the metric
@@ -16,8 +17,9 @@ at once:
 * ``rating_lmm`` and ``moderation_lmm`` (:func:`lmm_power`): ``final_difficulty ~ metric
   (+ expertise + metric:expertise) + (1 | participant) + (1 | puzzle)``, ratings from the same
   model with latent difficulty ``D_j = sd (m x_j + sqrt(1 - m^2) e_j)`` (``x`` the
-  log1p-z-scored metric over the selected puzzles, as the pipeline's covariate; ``m`` the
-  metric strength) plus ``b_int x_j E_i``; ``behaviour_lmm``: ``behaviour ~ metric + (1 |
+  log1p-z-scored metric on the pool's or the selection's scale, :class:`Design`; ``m`` the
+  metric strength) plus ``b_int x_j E_i``, and analysed with the pipeline's covariate (the
+  metric log1p-z-scored over the selected puzzles); ``behaviour_lmm``: ``behaviour ~ metric + (1 |
   participant) + (1 | puzzle)`` for a Gaussian behaviour outcome in SD units
   (:class:`BehaviourModel`). Fits are REML, batched: all replications that share a draw of the
   covariates (expertise, missing ratings; ``chunk`` replications) are fitted together by
@@ -108,11 +110,33 @@ class BehaviourModel:
 class Design:
     """One design: ``queues`` (participants x M puzzle indices 0..K-1, the sessions served),
     ``metric`` (the K selected puzzles' target-metric counts), ``missing`` (probability that a
-    final rating is missing)."""
+    final rating is missing).
+
+    ``pool_scores`` / ``pool_z``: the puzzles' metric on the pool's scale (normal scores of
+    their pool percentiles; log1p z-scored with the pool's mean and SD), on which latent
+    difficulty depends, so that a selection that spreads the metric over the pool gains power;
+    None: on the selection's own scale (:func:`normal_scores`, :func:`metric_covariate`), as
+    when the puzzles are a random draw (the simulator's studies)."""
 
     queues: np.ndarray
     metric: np.ndarray
     missing: float = 0.1
+    pool_scores: np.ndarray | None = None
+    pool_z: np.ndarray | None = None
+
+    @property
+    def latent_scores(self) -> np.ndarray:
+        """The rank scores latent difficulty depends on (Spearman analysis)."""
+        if self.pool_scores is not None:
+            return np.asarray(self.pool_scores, dtype=float)
+        return normal_scores(self.metric)
+
+    @property
+    def latent_z(self) -> np.ndarray:
+        """The metric scale latent difficulty depends on (mixed-model analyses)."""
+        if self.pool_z is not None:
+            return np.asarray(self.pool_z, dtype=float)
+        return metric_covariate(self.metric)
 
     @property
     def n_participants(self) -> int:
@@ -252,7 +276,7 @@ def spearman_power(
     model = model or RatingModel()
     rng = np.random.default_rng(_seed(seed, design.n_participants, design.n_puzzles, 1))
     n_r, k = replications, design.n_puzzles
-    s = normal_scores(design.metric)
+    s = design.latent_scores
     r = pearson_for_spearman(rho)
     d = model.difficulty_sd * (r * s + math.sqrt(1 - r * r) * rng.standard_normal((n_r, k)))
     q = np.broadcast_to(design.queues, (n_r, *design.queues.shape))
@@ -295,6 +319,7 @@ def _lmm_chunk(
     q = design.queues
     n_i, m = q.shape
     x = metric_covariate(design.metric)
+    xl = design.latent_z
     pc = np.repeat(np.arange(n_i), m)
     qc = q.ravel()
     e = rng.standard_normal(n_i)
@@ -306,7 +331,7 @@ def _lmm_chunk(
     if analysis == "behaviour_lmm":
         b = behaviour
         y = (
-            b.slope * x[qc]
+            b.slope * xl[qc]
             + math.sqrt(b.var_participant) * rng.standard_normal((n, n_i))[:, pc]
             + math.sqrt(b.var_puzzle) * rng.standard_normal((n, k))[:, qc]
             + math.sqrt(b.var_residual) * rng.standard_normal((n, len(qc)))
@@ -316,13 +341,13 @@ def _lmm_chunk(
         rel = np.sqrt([b.var_participant, b.var_puzzle]) / math.sqrt(b.var_residual)
     else:
         s = model.metric_strength
-        d = model.difficulty_sd * (s * x + math.sqrt(1 - s * s) * rng.standard_normal((n, k)))
+        d = model.difficulty_sd * (s * xl + math.sqrt(1 - s * s) * rng.standard_normal((n, k)))
         person = rng.normal(0.0, model.participant_sd, (n, n_i))
         latent = (
             model.rating_mean
             + d[:, qc]
             + (model.expertise_effect * e)[pc]
-            + model.interaction * (x[qc] * e[pc])
+            + model.interaction * (xl[qc] * e[pc])
             + person[:, pc]
         )
         y = _ratings(latent, model, rng)
@@ -453,6 +478,7 @@ def maximal_power(
     n_i, m = q.shape
     k = design.n_puzzles
     x = metric_covariate(design.metric)
+    xl = design.latent_z
     pc = np.repeat(np.arange(n_i), m)
     qc = q.ravel()
     e = rng.standard_normal(n_i)
@@ -460,7 +486,7 @@ def maximal_power(
     keep = rng.random(len(qc)) >= design.missing
     s = model.metric_strength
     n_r = replications
-    d = model.difficulty_sd * (s * x + math.sqrt(1 - s * s) * rng.standard_normal((n_r, k)))
+    d = model.difficulty_sd * (s * xl + math.sqrt(1 - s * s) * rng.standard_normal((n_r, k)))
     cov = np.array(
         [
             [model.participant_sd**2, model.slope_corr * model.participant_sd * model.slope_sd],
@@ -472,9 +498,9 @@ def maximal_power(
         model.rating_mean
         + d[:, qc]
         + (model.expertise_effect * e)[pc]
-        + model.interaction * (x[qc] * e[pc])
+        + model.interaction * (xl[qc] * e[pc])
         + u[:, pc, 0]
-        + u[:, pc, 1] * x[qc]
+        + u[:, pc, 1] * xl[qc]
     )
     Y = _ratings(latent, model, rng)[:, keep]
     data = pd.DataFrame(

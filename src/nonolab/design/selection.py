@@ -406,3 +406,23 @@ def random_summary(name: str, random: np.ndarray, k: int, reference: float) -> d
 def pool_metric_json(pool: pd.DataFrame) -> str:
     """Return the pool's metric columns as compact JSON (for provenance)."""
     return json.dumps(pool[[c for c in DEFAULT_METRICS if c in pool]].to_dict("list"))
+
+
+def pool_scales(
+    pool: pd.DataFrame, metric: str, values: Sequence[float]
+) -> tuple[np.ndarray, np.ndarray]:
+    """Return ``values`` of ``metric`` on the pool's scales: (normal scores of their mid-rank
+    percentiles in ``pool``, ``Phi^-1((#below + #equal / 2) / n)`` clipped to (1/(2n), 1 -
+    1/(2n)); log1p z-scores with the pool's mean and population SD). The latent difficulty of
+    the power simulation depends on these (:class:`nonolab.design.power.Design`)."""
+    from scipy import special
+
+    ref = np.sort(pool[metric].to_numpy(dtype=float))
+    v = np.asarray(values, dtype=float)
+    n = len(ref)
+    below = np.searchsorted(ref, v, side="left")
+    equal = np.searchsorted(ref, v, side="right") - below
+    pct = np.clip((below + equal / 2) / n, 0.5 / n, 1 - 0.5 / n)
+    lx = np.log1p(ref)
+    z = (np.log1p(v) - lx.mean()) / lx.std()
+    return special.ndtri(pct), z
