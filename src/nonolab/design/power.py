@@ -50,7 +50,13 @@ from nonolab.stats.lmm import (
     reml_fit_batch,
     satterthwaite_df_batch,
 )
-from nonolab.stats.power import bt_scores_batch, pearson_for_spearman, spearman_tests
+from nonolab.stats.power import (
+    bt_win_counts,
+    pearson_for_spearman,
+    regularised_bt,
+    spearman_tests,
+)
+from nonolab.stats.ranking import strongly_connected_batch
 
 #: analysis kinds simulated here
 ANALYSES = ("spearman_bt", "rating_lmm", "moderation_lmm", "behaviour_lmm", "moderation_maximal")
@@ -270,9 +276,15 @@ def spearman_power(
     model: RatingModel | None = None,
     alpha: float = 0.05,
     bt_ridge: float = 0.01,
+    require_connected: bool = True,
 ) -> PowerResult:
     """Return the power of the Spearman test of BT difficulty with the metric (module text)
-    at population Spearman ``rho``; all replications drawn at once (seed ``[seed, N, K, 1]``)."""
+    at population Spearman ``rho``; all replications drawn at once (seed ``[seed, N, K, 1]``).
+
+    ``require_connected``: as the ranking stage, a replication whose win graph is not strongly
+    connected has no Bradley-Terry ML estimate and counts as not rejected (``failed``); its
+    strengths are otherwise the regularised ones (``bt_ridge``), whose ranking is the ML one's
+    up to near-ties."""
     model = model or RatingModel()
     rng = np.random.default_rng(_seed(seed, design.n_participants, design.n_puzzles, 1))
     n_r, k = replications, design.n_puzzles
@@ -287,9 +299,13 @@ def spearman_power(
     d_q = np.take_along_axis(d, q.reshape(n_r, -1), axis=1).reshape(q.shape)
     ratings = _ratings(model.rating_mean + d_q + person[..., None], model, rng)
     ratings[rng.random(q.shape) < design.missing] = np.nan
-    score = bt_scores_batch(np.ascontiguousarray(q), ratings, k, bt_ridge)
+    qc = np.ascontiguousarray(q)
+    wins = bt_win_counts(qc, ratings, k)
+    score = regularised_bt(wins, bt_ridge)
     metric = np.broadcast_to(np.asarray(design.metric, dtype=float), (n_r, k))
     rho_hat, p = spearman_tests(metric, score)
+    if require_connected:
+        p = np.where(strongly_connected_batch(wins > 0), p, np.nan)
     sig = np.nan_to_num(p, nan=1.0) < alpha
     return PowerResult(
         "spearman_bt",

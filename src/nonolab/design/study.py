@@ -305,13 +305,15 @@ def run_design(
     # -- power over K at the planned participants ---------------------------------------------
     prim = {r.n_participants: r.power for r in curve if r.analysis == "spearman_bt"}
     planned = _smallest(prim, s.target_power, lambda n: primary_at(sched.sessions, metric_vals, n))
-    n_plan = planned if planned is not None else max(s.participants)
+    n_min = planned if planned is not None else max(s.participants)
+    # the plan serves whole blocks (each exactly position-balanced): round up
+    n_plan = -(-n_min // sched.block_size) * sched.block_size
     k_rows: list[PowerResult] = []
     smallest_rows = []
     for k in s.k_curve:
         vals = el.iloc[chosen[k]][s.primary_metric].to_numpy(dtype=float)
         sk = balanced_schedule(k, min(s.per_session, k), max(n_max, n_plan), seeds["schedule"])
-        d = _design(sk.sessions[:n_plan], vals, el, s.primary_metric, s.missing)
+        d = _design(_cycled(sk.sessions, n_plan), vals, el, s.primary_metric, s.missing)
         k_rows += _power_all(s, d, seeds["power"], analyses, lambda k=k: tick(f"K={k}"))
         grid = {
             n: spearman_power(
@@ -436,14 +438,16 @@ def run_design(
             }
         )
     stop = (
-        f"Stop after {n_plan} complete sessions (the smallest number reaching power "
-        f"{s.target_power} for the primary analysis), rounded up to whole blocks of "
-        f"{sched.block_size} sessions when possible; no interim analyses."
+        f"Stop after {n_plan} complete sessions: the smallest number reaching power "
+        f"{s.target_power} for the primary analysis ({n_min}), rounded up to whole blocks of "
+        f"{sched.block_size} sessions (each block is exactly position-balanced). Sessions that "
+        "end incomplete or are excluded are replaced by serving the same schedule entry to "
+        "the next participant. No interim analyses."
     )
     plan = plan_mod.make_plan(
         s.name,
         puzzles,
-        _cycled(sched.sessions, -(-n_plan // sched.block_size) * sched.block_size).tolist(),
+        _cycled(sched.sessions, n_plan).tolist(),
         sched.block_size,
         seeds,
         description=f"{s.n_puzzles} puzzles, {s.per_session} per session, {n_plan} participants",
@@ -471,6 +475,7 @@ def run_design(
         "eligible": int(len(el)),
         "pool": int(len(pool)),
         "planned_participants": int(n_plan),
+        "smallest_participants": int(n_min),
         "reached_target": planned is not None,
         "schedule_method": sched.method,
         "block_size": sched.block_size,

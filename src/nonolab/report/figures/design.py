@@ -63,32 +63,34 @@ def power_curve_figure(curve: pd.DataFrame, target: float | None = None) -> Figu
 
 
 def balance_figure(balance: pd.DataFrame) -> Figure:
-    """Return a bar chart of the schedule balance (``design_balance.csv``): for each design
-    row, the range (min to max) of position counts per puzzle and of carry-over counts per
-    ordered pair, each divided by its mean (1 = perfectly balanced)."""
+    """Return the schedule balance (``design_balance.csv``) as ranges: for each design row the
+    smallest to largest count of each puzzle in each position, and of each ordered pair served
+    consecutively (carry-over); the dot is the mean count (equal counts: a dot without a bar)."""
     with style():
         fig, axes = new_figure(1, 2, width_in=DOUBLE_WIDTH_IN, height_in=2.4, sharey=True)
         rows = balance.reset_index(drop=True)
-        y = range(len(rows))
-        for ax, (lo, hi, title, mean) in zip(
+        y = list(range(len(rows)))
+        k = rows["n_puzzles"]
+        means = (
+            rows["sessions"] / k,
+            rows["sessions"] * (rows["per_session"] - 1) / (k * (k - 1)),
+        )
+        for ax, (lo, hi, title), mean in zip(
             axes,
             (
-                ("position_min", "position_max", "puzzle x position counts",
-                 rows["sessions"] / rows["n_puzzles"]),
-                ("carryover_min", "carryover_max", "carry-over counts (ordered pairs)",
-                 rows["sessions"] * (rows["per_session"] - 1)
-                 / (rows["n_puzzles"] * (rows["n_puzzles"] - 1))),
+                ("position_min", "position_max", "times a puzzle is served in a position"),
+                ("carryover_min", "carryover_max", "times an ordered pair is served in a row"),
             ),
+            means,
             strict=True,
-        ):  # fmt: skip
-            m = mean.where(mean > 0)
-            ax.hlines(list(y), rows[lo] / m, rows[hi] / m, color=PALETTE[0], lw=3)
-            ax.plot(rows[lo] / m, list(y), "|", color="k")
-            ax.plot(rows[hi] / m, list(y), "|", color="k")
-            ax.axvline(1.0, color=GREY, lw=0.6)
+        ):
+            ax.hlines(y, rows[lo], rows[hi], color=PALETTE[0], lw=3)
+            ax.plot(rows[lo], y, "|", color="k")
+            ax.plot(rows[hi], y, "|", color="k")
+            ax.plot(mean, y, "o", color=PALETTE[1], ms=3)
             ax.set_title(title)
-            ax.set_xlabel("count / mean count (min to max)")
-        axes[0].set_yticks(list(y))
+            ax.set_xlabel("count (min to max; dot: mean)")
+        axes[0].set_yticks(y)
         axes[0].set_yticklabels(rows["design"])
         axes[0].invert_yaxis()
     return fig
