@@ -79,7 +79,7 @@ def _candidates(k: int, m: int, rng: np.random.Generator) -> np.ndarray:
     if total <= MAX_CANDIDATES:
         c = np.array([(0, *t) for t in itertools.permutations(range(1, k), m - 1)], dtype=int)
         return c[rng.permutation(len(c))]
-    rows = np.array([rng.permutation(np.arange(1, k))[: m - 1] for _ in range(MAX_CANDIDATES)])
+    rows = np.argsort(rng.random((MAX_CANDIDATES, k - 1)), axis=1)[:, : m - 1] + 1
     return np.column_stack([np.zeros(len(rows), dtype=int), rows])
 
 

@@ -282,10 +282,10 @@ def _exchange(X: np.ndarray, start: np.ndarray, max_rounds: int = 100) -> np.nda
             A = X[rest].T @ X[rest]
             sign, base = np.linalg.slogdet(A)
             cur = np.linalg.slogdet(A + np.outer(X[sel[i]], X[sel[i]]))[1]
-            if sign > 0:
+            if sign > 0 and np.linalg.cond(A) < 1e10:
                 Ai = np.linalg.inv(A)
                 gain = np.log1p(np.einsum("ij,jk,ik->i", X, Ai, X)) + base
-            else:  # singular remainder: evaluate every candidate directly
+            else:  # singular or ill-conditioned remainder: every candidate directly
                 gain = np.array([np.linalg.slogdet(A + np.outer(x, x))[1] for x in X], dtype=float)
             taken = np.zeros(n, dtype=bool)
             taken[sel] = True
