@@ -229,7 +229,7 @@ def eligible(pool: pd.DataFrame, constraints: Constraints) -> pd.DataFrame:
         for p in d["puzzle"]:
             try:
                 st = propagation_fixpoint(p)
-                ls.append(bool(st.solved))
+                ls.append(bool(st.is_complete()))
             except Contradiction:
                 ls.append(False)
         d = d.assign(line_solvable=ls)
