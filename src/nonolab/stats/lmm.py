@@ -1234,17 +1234,21 @@ def satterthwaite_df_batch(
     Per response the same computation as :func:`satterthwaite_df` on a :func:`fit_crossed` fit
     (``tests/stats/test_lmm_bootstrap.py`` checks they agree): NaN when a random-effect variance
     is on the boundary (below 1e-6 of the residual variance) or the Hessian is singular. The
-    design's share of the statistics is rebuilt per response (O(n) each), so this costs about
-    as much as the batched fit itself.
+    sufficient statistics of all responses are built in one pass (:class:`_CrossBatch`, the
+    layout of :class:`_Cross`); per response only the O(m^3) derivative algebra remains.
     """
+    import dataclasses
+
     cvec = np.asarray(contrast, dtype=float)
     Y = np.atleast_2d(np.asarray(Y, dtype=float))
     out = np.full(len(Y), np.nan)
-    for b, y in enumerate(Y):
+    base = _Cross.of(Y[0], X, codes)
+    cb = _CrossBatch.of(Y, X, codes)  # the same statistics, per response, in one pass
+    for b in range(len(Y)):
         v = variances[b]
         if not np.all(np.isfinite(v)) or min(v[0], v[1]) < 1e-6 * max(v[2], 1e-300):
             continue
-        c = _Cross.of(y, X, codes)
+        c = dataclasses.replace(base, RtR=cb.RtR[b], G=cb.G[b])
         try:
             phi_cc, g, H, _ = _variance_derivatives(c, v[:2], v[2], cvec, reml=reml)
             A = 2 * np.linalg.inv(H)
