@@ -49,6 +49,8 @@ def preset_exclusions(preset_path: str | Path | None) -> list[str]:
 
 
 def _fmt(v: Any) -> str:
+    if isinstance(v, float) and v.is_integer() and abs(v) < 1e15:
+        return str(int(v))
     if isinstance(v, float):
         return f"{v:.3g}"
     return str(v)
