@@ -5,7 +5,8 @@
 
 
 DESIGN = config.get("design", {})
-DESIGN_POOL = DESIGN.get("pool") or "results/pool"
+
+
 DESIGN_POOL_INPUTS = (
     {
         "pool": "results/pool/pool.csv",
@@ -67,7 +68,10 @@ rule design_study:
         runtime=60,
     params:
         settings=DESIGN,
-        pool=DESIGN_POOL,
+        # the workflow's pool folder, or the configured pool file
+        pool=lambda wildcards, input: (
+            input.pool if DESIGN.get("pool") else str(Path(input.pool).parent)
+        ),
         study=STUDY,
         preset=PRESET_FILE,
         puzzle_file=PRESET["puzzle_file"],

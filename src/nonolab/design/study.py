@@ -67,7 +67,7 @@ from nonolab.design.selection import (
 #: the planned analyses, primary first: (name, kind, role, family)
 ANALYSES = (
     ("spearman_bt", "spearman_bt", "primary", "primary"),
-    ("rating_lmm", "behaviour_lmm", "secondary", "secondary: metric effects"),
+    ("rating_lmm", "rating_lmm", "secondary", "secondary: metric effects"),
     ("behaviour_lmm", "behaviour_lmm", "secondary", "secondary: metric effects"),
     ("moderation_lmm", "moderation_lmm", "secondary", "secondary: moderation"),
 )
@@ -422,7 +422,7 @@ def run_design(
         analyses_rec.append(
             {
                 "name": name,
-                "kind": "behaviour_lmm" if name == "rating_lmm" else kind,
+                "kind": kind,
                 "role": role,
                 "family": family,
                 "model": _MODELS[name].format(m=s.primary_metric),
