@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from nonolab.cli.options import positive_int
+from nonolab.cli.options import grid_size, positive_int
 from nonolab.core.progress import Progress
 
 
@@ -27,14 +27,6 @@ def _pair(text: str) -> tuple[float, float]:
     except ValueError:
         raise argparse.ArgumentTypeError(f"needs LOW,HIGH, not {text!r}") from None
     return lo, hi
-
-
-def _size(text: str) -> tuple[int, int]:
-    try:
-        h, w = (int(x) for x in text.lower().split("x"))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"size must look like 10x10, got {text!r}") from None
-    return h, w
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -133,7 +125,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--alpha", type=float, default=0.05)
     p.add_argument("--missing", type=float, default=0.1, help="missing-rating rate")
     p.add_argument("--metric", default="conflicts", help="primary metric (default conflicts)")
-    p.add_argument("--size", type=_size, default=None, help="required size HxW")
+    p.add_argument("--size", type=grid_size, default=None, help="required size HxW")
     p.add_argument("--line-solvable", choices=("yes", "no", "any"), default="any")
     p.add_argument("--fill", type=_pair, default=(0.0, 1.0), help="fill range LOW,HIGH")
     p.add_argument("--drop-top", type=float, default=0.05, help="top share dropped by metric")
