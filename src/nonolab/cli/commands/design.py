@@ -63,6 +63,7 @@ def _run(args: argparse.Namespace) -> int:
         replications=args.replications,
         lmm_replications=args.lmm_replications,
         maximal_replications=args.maximal_replications,
+        maximal_df=args.maximal_df,
         random_selections=args.random_selections,
         seed=args.seed,
         name=args.name,
@@ -132,7 +133,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--allow-multiple", action="store_true", help="allow non-unique puzzles")
     p.add_argument("--replications", type=positive_int, default=1000)
     p.add_argument("--lmm-replications", type=positive_int, default=500)
-    p.add_argument("--maximal-replications", type=int, default=0)
+    p.add_argument(
+        "--maximal-replications", type=int, default=0,
+        help="simulations of the moderation model with correlated random slopes by "
+        "participant (0: not run; one refit per simulation)",
+    )  # fmt: skip
+    p.add_argument(
+        "--maximal-df", choices=("satterthwaite", "kenward_roger"), default="satterthwaite"
+    )
     p.add_argument("--random-selections", type=positive_int, default=1000)
     p.add_argument("--effects", help="YAML with rating:/behaviour: effect-size overrides")
     p.add_argument("--reference-study", help="study folder of the design to compare with")
