@@ -46,6 +46,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "random puzzles with a fixed number of filled cells and a unique solution",
     ),
     "encode": ("sat", "write a puzzle's CNF as DIMACS"),
+    "design": (
+        "design",
+        "plan a study: puzzles chosen for power, a balanced schedule, power, a plan",
+    ),
 }
 
 #: commands whose arguments after ``--`` are passed on unparsed, and the namespace attribute
