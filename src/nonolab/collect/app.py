@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import hmac
 import json
-import math
 import threading
 import time
 from collections import OrderedDict
@@ -316,8 +315,12 @@ def create_app(
         assert isinstance(exc, StoreError)
         return error(exc.status, str(exc))
 
+    async def favicon(request: Request) -> Response:
+        return Response(status_code=204)
+
     routes = [
         Route("/", start_page),
+        Route("/favicon.ico", favicon),
         Route("/api/join", join, methods=["POST"]),
         Route("/s/{token}", study_page),
         Route("/api/s/{token}/state", state),
@@ -335,8 +338,3 @@ def create_app(
         middleware=[Middleware(Limits, max_body=lim["max_body_bytes"])],
         exception_handlers={StoreError: on_store_error},
     )
-
-
-def finite(x: float) -> bool:
-    """Return True for a finite number (helper for callers checking times)."""
-    return math.isfinite(x)

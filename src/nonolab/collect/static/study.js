@@ -66,6 +66,7 @@ async function load() {
   const s = await fetchState();
   if (!s) return;
   queue.setAcked(s.last_seq);
+  if (!queue.pending.length) queue.onStatus("saved");
   study = s.study;
   session = s.session;
   document.title = study.title;
