@@ -269,7 +269,7 @@ def create_app(
 
             from nonolab.collect.store import PARTICIPANTS as P
 
-            with store.engine.connect() as conn:
+            with store.read_engine.connect() as conn:
                 got = conn.execute(
                     sa.select(P.c.label, P.c.external_id, P.c.schedule_idx, P.c.step,
                               P.c.last_seq, P.c.created_at, P.c.updated_at).order_by(P.c.id)

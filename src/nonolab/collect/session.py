@@ -30,7 +30,6 @@ Events the page sends (``kind``) and what they log:
 
 from __future__ import annotations
 
-import copy
 import hashlib
 import json
 import math
@@ -193,7 +192,11 @@ def apply_event(
         raise InvalidEvent(f"{kind}: t must be a number (epoch milliseconds)")
     if t > now_ms + MAX_FUTURE_MS:
         raise InvalidEvent(f"{kind}: t is {(t - now_ms) / 1000:.0f} s ahead of the server clock")
-    s = copy.deepcopy(state)
+    # copy what an event may change (the undo snapshots themselves are never modified), so that
+    # a refused event leaves ``state`` as it was
+    s = {**state, "board": list(state["board"]), "stack": list(state["stack"]),
+         "solved": list(state["solved"]), "skipped": list(state["skipped"]),
+         "ratings": dict(state["ratings"])}  # fmt: skip
     # a page reloaded mid-session re-anchors its clock; never let time run backwards
     if s["last_t"] is not None and t < s["last_t"]:
         t = s["last_t"]

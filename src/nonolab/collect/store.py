@@ -21,9 +21,12 @@ events already stored are acknowledged again and not re-applied (idempotent on
 from __future__ import annotations
 
 import json
+import queue
 import secrets
+import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future
 from typing import Any
 
 import sqlalchemy as sa
@@ -90,7 +93,7 @@ class StoreError(Exception):
         self.status = status
 
 
-def _sqlite_setup(engine: sa.Engine, synchronous: str) -> None:
+def _sqlite_setup(engine: sa.Engine, synchronous: str, immediate: bool = True) -> None:
     @sa_event.listens_for(engine, "connect")
     def _connect(dbapi_conn: Any, _rec: Any) -> None:
         dbapi_conn.isolation_level = None  # we issue BEGIN ourselves
@@ -101,9 +104,76 @@ def _sqlite_setup(engine: sa.Engine, synchronous: str) -> None:
         cur.execute("PRAGMA foreign_keys=ON")
         cur.close()
 
-    @sa_event.listens_for(engine, "begin")
-    def _begin(conn: sa.Connection) -> None:
-        conn.exec_driver_sql("BEGIN IMMEDIATE")
+    if immediate:
+
+        @sa_event.listens_for(engine, "begin")
+        def _begin(conn: sa.Connection) -> None:
+            conn.exec_driver_sql("BEGIN IMMEDIATE")
+
+
+class GroupCommit:
+    """One writer thread for a SQLite store: the work items queued while a commit runs are
+    applied in order in one transaction and committed (one fsync) together; each caller gets its
+    own item's result (or exception) only after that commit.
+
+    An item that raises :class:`StoreError` has written nothing (it raises before writing) and
+    does not affect the others; any other exception rolls the whole group back and is raised
+    to every caller of the group (their pages retry).
+    """
+
+    def __init__(self, engine: sa.Engine, max_group: int = 512):
+        self.engine, self.max_group = engine, max_group
+        self._q: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._thread = threading.Thread(target=self._loop, name="nonolab-group-commit", daemon=True)
+        self._thread.start()
+
+    def run(self, fn: Callable[[sa.Connection], Any]) -> Any:
+        """Run ``fn(connection)`` in the next group's transaction; return its result after the
+        commit."""
+        fut: Future[Any] = Future()
+        self._q.put((fn, fut))
+        return fut.result()
+
+    def close(self) -> None:
+        """Stop the writer thread after the queued items."""
+        self._q.put(None)
+        self._thread.join(30)
+
+    def _loop(self) -> None:
+        while True:
+            item = self._q.get()
+            if item is None:
+                return
+            items = [item]
+            stop = False
+            while len(items) < self.max_group:
+                try:
+                    nxt = self._q.get_nowait()
+                except queue.Empty:
+                    break
+                if nxt is None:
+                    stop = True
+                    break
+                items.append(nxt)
+            done: list[tuple[Future[Any], Any, BaseException | None]] = []
+            try:
+                with self.engine.begin() as conn:
+                    for fn, fut in items:
+                        try:
+                            done.append((fut, fn(conn), None))
+                        except StoreError as e:
+                            done.append((fut, None, e))
+            except BaseException as e:  # the group is rolled back
+                for _, fut in items:
+                    fut.set_exception(e)
+            else:
+                for fut, res, err in done:
+                    if err is None:
+                        fut.set_result(res)
+                    else:
+                        fut.set_exception(err)
+            if stop:
+                return
 
 
 def database_url(value: str) -> str:
@@ -122,13 +192,21 @@ class Store:
     def __init__(self, url: str, *, synchronous: str = "FULL"):
         self.url = database_url(url)
         self.sqlite = self.url.startswith("sqlite")
+        # SQLite has one writer at a time: this process's writes go through one thread that
+        # commits them in groups (one fsync per group, see GroupCommit); other processes wait
+        # on the database lock (busy_timeout). Readers use their own connections.
         if self.sqlite:
-            self.engine = sa.create_engine(self.url, pool_size=8, max_overflow=16)
+            self.engine = sa.create_engine(self.url, pool_size=4, max_overflow=4)
             _sqlite_setup(self.engine, synchronous)
+            self.read_engine = sa.create_engine(self.url, pool_size=8, max_overflow=16)
+            _sqlite_setup(self.read_engine, synchronous, immediate=False)
+            self._group: GroupCommit | None = GroupCommit(self.engine)
         else:
             self.engine = sa.create_engine(
                 self.url, pool_size=10, max_overflow=20, pool_pre_ping=True
             )
+            self.read_engine = self.engine
+            self._group = None
         META.create_all(self.engine)
         with self.engine.begin() as conn:
             have = conn.execute(sa.select(COUNTERS.c.name)).scalars().all()
@@ -138,9 +216,20 @@ class Store:
                 except sa.exc.IntegrityError:  # another process created it
                     pass
 
+    def _transact(self, fn: Callable[[sa.Connection], Any]) -> Any:
+        """Run ``fn(connection)`` in a committed transaction (grouped on SQLite); return its
+        result once committed."""
+        if self._group is not None:
+            return self._group.run(fn)
+        with self.engine.begin() as conn:
+            return fn(conn)
+
     def close(self) -> None:
-        """Release the connection pool."""
+        """Stop the writer and release the connection pools."""
+        if self._group is not None:
+            self._group.close()
         self.engine.dispose()
+        self.read_engine.dispose()
 
     # -- participants -------------------------------------------------------------------------
 
@@ -149,7 +238,8 @@ class Store:
         schedule_idx}``. The schedule is served in order and starts again after its end."""
         token = secrets.token_urlsafe(32)
         now = time.time()
-        with self.engine.begin() as conn:
+
+        def make(conn: sa.Connection) -> dict[str, Any]:
             pos = conn.execute(
                 COUNTERS.update()
                 .where(COUNTERS.c.name == "schedule")
@@ -174,11 +264,13 @@ class Store:
             ).scalar_one()
             label = f"P{pid:05d}"
             conn.execute(PARTICIPANTS.update().where(PARTICIPANTS.c.id == pid).values(label=label))
-        return {"token": token, "label": label, "schedule_idx": sidx}
+            return {"token": token, "label": label, "schedule_idx": sidx}
+
+        return self._transact(make)
 
     def participant(self, token: str) -> dict[str, Any] | None:
         """Return the participant row of link ``token`` (``state`` decoded), or None."""
-        with self.engine.connect() as conn:
+        with self.read_engine.connect() as conn:
             row = (
                 conn.execute(sa.select(PARTICIPANTS).where(PARTICIPANTS.c.token == token))
                 .mappings()
@@ -192,13 +284,9 @@ class Store:
 
     def reject(self, participant_id: int | None, seq: int | None, reason: str) -> None:
         """Count a refused event or request (``reason`` is stored, at most 1000 chars)."""
-        with self.engine.begin() as conn:
-            conn.execute(
-                REJECTIONS.insert().values(
-                    participant_id=participant_id, seq=seq, received_at=time.time(),
-                    reason=reason[:1000],
-                )
-            )  # fmt: skip
+        row = {"participant_id": participant_id, "seq": seq, "received_at": time.time(),
+               "reason": reason[:1000]}  # fmt: skip
+        self._transact(lambda conn: conn.execute(REJECTIONS.insert().values(**row)))
 
     # -- events -------------------------------------------------------------------------------
 
@@ -211,71 +299,75 @@ class Store:
         are not. Raises :class:`StoreError` for an unknown token (404).
         """
         now_ms = time.time() * 1000.0
+        return self._transact(lambda conn: self._submit(conn, plan, token, events, now_ms))
+
+    def _submit(
+        self, conn: sa.Connection, plan: StudyPlan, token: str, events: list[Any], now_ms: float
+    ) -> dict[str, Any]:
         refused: dict[str, Any] | None = None
         results: dict[int, Any] = {}
-        with self.engine.begin() as conn:
-            q = sa.select(PARTICIPANTS).where(PARTICIPANTS.c.token == token)
-            if not self.sqlite:
-                q = q.with_for_update()
-            row = conn.execute(q).mappings().one_or_none()
-            if row is None:
-                raise StoreError(404, "unknown participant link")
-            pid, last = row["id"], row["last_seq"]
-            state = json.loads(row["state"])
-            seqs = [e.get("seq") for e in events if isinstance(e, dict)]
-            old = [s for s in seqs if isinstance(s, int) and s <= last]
-            if old:
-                got = conn.execute(
-                    sa.select(EVENTS.c.seq, EVENTS.c.result).where(
-                        EVENTS.c.participant_id == pid, EVENTS.c.seq.in_(old)
-                    )
-                ).all()
-                results.update({s: json.loads(r) for s, r in got})
-            ev_rows, line_rows = [], []
-            for ev in events:
-                seq = ev.get("seq") if isinstance(ev, dict) else None
-                if isinstance(seq, bool) or not isinstance(seq, int) or seq < 1:
-                    refused = {"seq": seq, "error": "seq must be a positive integer"}
-                    break
-                if seq <= last:
-                    continue  # already stored: acknowledged again, not re-applied
-                if seq != last + 1:
-                    refused = {"seq": seq, "error": f"event {last + 1} is missing (got {seq})"}
-                    break
-                try:
-                    state, lines, result = apply_event(plan, state, ev, now_ms, who=token)
-                except InvalidEvent as e:
-                    refused = {"seq": seq, "error": str(e)}
-                    break
-                last = seq
-                results[seq] = result
-                ev_rows.append(
-                    {"participant_id": pid, "seq": seq, "kind": ev["kind"],
-                     "client_t": float(state["last_t"]), "received_at": now_ms / 1000.0,
-                     "result": json.dumps(result)}
-                )  # fmt: skip
-                line_rows += [
-                    {"participant_id": pid, "seq": seq, "sub": k,
-                     "line": dumps_line(line, seq, now_ms)}
-                    for k, line in enumerate(lines)
-                ]  # fmt: skip
-            if ev_rows:
-                conn.execute(EVENTS.insert(), ev_rows)
-                if line_rows:
-                    conn.execute(LINES.insert(), line_rows)
-                conn.execute(
-                    PARTICIPANTS.update()
-                    .where(PARTICIPANTS.c.id == pid)
-                    .values(state=json.dumps(state), step=state["step"], last_seq=last,
-                            updated_at=now_ms / 1000.0)
-                )  # fmt: skip
-            if refused is not None:
-                conn.execute(
-                    REJECTIONS.insert().values(
-                        participant_id=pid, seq=refused["seq"] if isinstance(refused["seq"], int)
-                        else None, received_at=now_ms / 1000.0, reason=refused["error"][:1000],
-                    )
-                )  # fmt: skip
+        q = sa.select(PARTICIPANTS).where(PARTICIPANTS.c.token == token)
+        if not self.sqlite:
+            q = q.with_for_update()
+        row = conn.execute(q).mappings().one_or_none()
+        if row is None:
+            raise StoreError(404, "unknown participant link")
+        pid, last = row["id"], row["last_seq"]
+        state = json.loads(row["state"])
+        seqs = [e.get("seq") for e in events if isinstance(e, dict)]
+        old = [s for s in seqs if isinstance(s, int) and s <= last]
+        if old:
+            got = conn.execute(
+                sa.select(EVENTS.c.seq, EVENTS.c.result).where(
+                    EVENTS.c.participant_id == pid, EVENTS.c.seq.in_(old)
+                )
+            ).all()
+            results.update({s: json.loads(r) for s, r in got})
+        ev_rows, line_rows = [], []
+        for ev in events:
+            seq = ev.get("seq") if isinstance(ev, dict) else None
+            if isinstance(seq, bool) or not isinstance(seq, int) or seq < 1:
+                refused = {"seq": seq, "error": "seq must be a positive integer"}
+                break
+            if seq <= last:
+                continue  # already stored: acknowledged again, not re-applied
+            if seq != last + 1:
+                refused = {"seq": seq, "error": f"event {last + 1} is missing (got {seq})"}
+                break
+            try:
+                state, lines, result = apply_event(plan, state, ev, now_ms, who=token)
+            except InvalidEvent as e:
+                refused = {"seq": seq, "error": str(e)}
+                break
+            last = seq
+            results[seq] = result
+            ev_rows.append(
+                {"participant_id": pid, "seq": seq, "kind": ev["kind"],
+                 "client_t": float(state["last_t"]), "received_at": now_ms / 1000.0,
+                 "result": json.dumps(result)}
+            )  # fmt: skip
+            line_rows += [
+                {"participant_id": pid, "seq": seq, "sub": k,
+                 "line": dumps_line(line, seq, now_ms)}
+                for k, line in enumerate(lines)
+            ]  # fmt: skip
+        if ev_rows:
+            conn.execute(EVENTS.insert(), ev_rows)
+            if line_rows:
+                conn.execute(LINES.insert(), line_rows)
+            conn.execute(
+                PARTICIPANTS.update()
+                .where(PARTICIPANTS.c.id == pid)
+                .values(state=json.dumps(state), step=state["step"], last_seq=last,
+                        updated_at=now_ms / 1000.0)
+            )  # fmt: skip
+        if refused is not None:
+            conn.execute(
+                REJECTIONS.insert().values(
+                    participant_id=pid, seq=refused["seq"] if isinstance(refused["seq"], int)
+                    else None, received_at=now_ms / 1000.0, reason=refused["error"][:1000],
+                )
+            )  # fmt: skip
         out: dict[str, Any] = {"acked": last, "results": results, "step": state["step"]}
         if refused is not None:
             out["refused"] = refused
@@ -286,7 +378,7 @@ class Store:
     def logs(self, finished_only: bool = False) -> Iterator[tuple[dict[str, Any], list[str]]]:
         """Yield ``(participant row, log lines)`` for every participant with at least one log
         line (only finished sessions with ``finished_only``), in participant order."""
-        with self.engine.connect() as conn:
+        with self.read_engine.connect() as conn:
             rows = (
                 conn.execute(sa.select(PARTICIPANTS).order_by(PARTICIPANTS.c.id)).mappings().all()
             )
@@ -311,7 +403,7 @@ class Store:
         ``events``, ``rejections`` (with the latest reasons) and ``balance`` (per schedule
         session and per puzzle x position: sessions started and finished)."""
         now = time.time()
-        with self.engine.connect() as conn:
+        with self.read_engine.connect() as conn:
             rows = conn.execute(
                 sa.select(PARTICIPANTS.c.step, PARTICIPANTS.c.schedule_idx,
                           PARTICIPANTS.c.last_seq, PARTICIPANTS.c.updated_at)
