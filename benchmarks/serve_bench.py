@@ -79,6 +79,43 @@ def start_server(database: str, port: int, synchronous: str = "FULL") -> subproc
     raise RuntimeError("server did not start")
 
 
+class Conn:
+    """A minimal HTTP/1.1 keep-alive client over asyncio streams (POST JSON, read the JSON
+    answer): the load generator shares the machine's CPU with the server, and httpx costs
+    several times more CPU per request."""
+
+    def __init__(self, host: str, port: int):
+        self.host, self.port = host, port
+        self.reader: asyncio.StreamReader | None = None
+        self.writer: asyncio.StreamWriter | None = None
+
+    async def post(self, path: str, body: Any) -> tuple[int, Any]:
+        data = json.dumps(body).encode()
+        for attempt in range(2):
+            if self.writer is None:
+                self.reader, self.writer = await asyncio.open_connection(self.host, self.port)
+            try:
+                self.writer.write(
+                    f"POST {path} HTTP/1.1\r\nHost: {self.host}\r\nContent-Type: "
+                    f"application/json\r\nContent-Length: {len(data)}\r\n\r\n".encode()
+                    + data
+                )
+                await self.writer.drain()
+                head = await self.reader.readuntil(b"\r\n\r\n")
+                status = int(head.split(b" ", 2)[1])
+                length = 0
+                for line in head.split(b"\r\n"):
+                    if line.lower().startswith(b"content-length:"):
+                        length = int(line.split(b":", 1)[1])
+                payload = await self.reader.readexactly(length)
+                return status, json.loads(payload or b"null")
+            except (ConnectionError, asyncio.IncompleteReadError):
+                self.writer = None
+                if attempt:
+                    raise
+        raise ConnectionError("unreachable")
+
+
 class Sim:
     """One simulated participant."""
 
@@ -97,19 +134,18 @@ class Sim:
         while True:
             t0 = time.perf_counter()
             try:
-                r = await self.client.post(f"/api/s/{self.token}/events", json=body)
-            except Exception:
+                status, out = await self.client.post(f"/api/s/{self.token}/events", body)
+            except (OSError, asyncio.IncompleteReadError):
                 self.failed += 1
                 await asyncio.sleep(0.5)
                 continue
             dt = (time.perf_counter() - t0) * 1000.0
-            if r.status_code == 429:
+            if status == 429:
                 self.limited += 1
-                await asyncio.sleep(float(r.json().get("retry_after_s", 0.5)))
+                await asyncio.sleep(float(out.get("retry_after_s", 0.5)))
                 continue
-            if r.status_code != 200:
-                raise RuntimeError(f"{r.status_code}: {r.text}")
-            out = r.json()
+            if status != 200:
+                raise RuntimeError(f"{status}: {out}")
             self.acked = out["acked"]
             self.step = out["step"]
             if record is not None:
@@ -162,19 +198,19 @@ def pct(xs: list[float], q: float) -> float | None:
 
 async def drive(url: str, n: int, duration: float, gap: float, burst: list[float],
                 burst_step: float, pid: int, seed: int) -> dict[str, Any]:  # fmt: skip
-    import httpx
     import psutil
 
     proc = psutil.Process(pid)
-    limits = httpx.Limits(max_connections=n, max_keepalive_connections=n)
-    async with httpx.AsyncClient(base_url=url, limits=limits, timeout=30) as client:
+    host, port = url.rsplit("//", 1)[1].split(":")
+    if True:
         sims = []
         for i in range(n):
-            r = await client.post("/api/join", json={})
-            while r.status_code == 429:  # the join rate is bounded too
+            conn = Conn(host, int(port))
+            status, out = await conn.post("/api/join", {})
+            while status == 429:  # the join rate is bounded too
                 await asyncio.sleep(0.2)
-                r = await client.post("/api/join", json={})
-            sims.append(Sim(client, r.json()["url"].rsplit("/", 1)[1], random.Random(seed + i)))
+                status, out = await conn.post("/api/join", {})
+            sims.append(Sim(conn, out["url"].rsplit("/", 1)[1], random.Random(seed + i)))
         await asyncio.gather(*(s.setup() for s in sims))
         mem: list[tuple[float, float]] = []
         stop = asyncio.Event()
@@ -189,10 +225,15 @@ async def drive(url: str, n: int, duration: float, gap: float, burst: list[float
                     pass
 
         sampler = asyncio.create_task(sample())
+        cpu0 = sum(proc.cpu_times()[:2])
+        me = psutil.Process()
+        me0 = sum(me.cpu_times()[:2])
         steady: list[float] = []
         t0 = time.monotonic()
         await asyncio.gather(*(s.run(t0 + duration, gap, steady) for s in sims))
         wall = time.monotonic() - t0
+        cpu = sum(proc.cpu_times()[:2]) - cpu0
+        me_cpu = sum(me.cpu_times()[:2]) - me0
         stop.set()
         await sampler
         half = [(t, m) for t, m in mem if t >= duration / 2]
@@ -212,6 +253,9 @@ async def drive(url: str, n: int, duration: float, gap: float, burst: list[float
                 "p50_ms": round(pct(steady, 0.50), 2),
                 "p99_ms": round(pct(steady, 0.99), 2),
                 "max_ms": round(max(steady), 2),
+                "server_cpu_ms_per_event": round(1000 * cpu / max(len(steady), 1), 2),
+                "server_cpu_share": round(cpu / wall, 2),
+                "client_cpu_ms_per_event": round(1000 * me_cpu / max(len(steady), 1), 2),
                 "rate_limited": sum(s.limited for s in sims),
                 "connection_errors": sum(s.failed for s in sims),
                 "rss_mb_first_last_max": [
@@ -298,7 +342,11 @@ def main() -> int:
     ap.add_argument("--participants", type=int, default=200)
     ap.add_argument("--duration", type=float, default=120.0, help="steady phase, seconds")
     ap.add_argument(
-        "--gap", type=float, default=2.0, help="mean seconds between a participant's events"
+        "--gap",
+        type=float,
+        default=4.1,
+        help="mean seconds between a participant's events (default 4.1: the public study's mean "
+        "gap between interaction events within attempts)",
     )
     ap.add_argument("--burst", default="1,2,5,10", help="burst rates, multiples of the steady rate")
     ap.add_argument("--burst-step", type=float, default=20.0, help="seconds per burst rate")

@@ -181,7 +181,7 @@ def create_app(
         ext = body.get("external_id") if isinstance(body, dict) else None
         if ext is not None and (not isinstance(ext, str) or len(ext) > 200):
             return error(400, "external_id must be text of at most 200 characters")
-        made = await run_in_threadpool(store.create_participant, plan, ext or None)
+        made = await store.create_participant_async(plan, ext or None)
         return JSONResponse({"url": f"/s/{made['token']}"})
 
     async def study_page(request: Request) -> Response:
@@ -226,7 +226,7 @@ def create_app(
         body = await _json_body(request)
         evs = body.get("events") if isinstance(body, dict) else None
         if not isinstance(evs, list) or not evs:
-            await run_in_threadpool(store.reject, None, None, "batch without events")
+            await store.reject_async(None, None, "batch without events")
             return error(400, 'the body must be {"events": [...]} with at least one event')
         if len(evs) > lim["max_batch_events"]:
             return error(413, f"at most {lim['max_batch_events']} events per batch")
@@ -239,7 +239,7 @@ def create_app(
                 retry_after_s=round(wait, 3),
             )
         try:
-            out = await run_in_threadpool(store.submit, plan, token, evs)
+            out = await store.submit_async(plan, token, evs)
         except StoreError as e:
             return error(e.status, str(e))
         if "refused" in out:
@@ -306,7 +306,7 @@ def create_app(
         n = body.get("count", 1) if isinstance(body, dict) else None
         if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= 1000:
             return error(400, "count must be an integer 1-1000")
-        made = [await run_in_threadpool(store.create_participant, plan, None) for _ in range(n)]
+        made = [await store.create_participant_async(plan, None) for _ in range(n)]
         return JSONResponse(
             {"links": [{"label": m["label"], "url": f"/s/{m['token']}"} for m in made]}
         )
