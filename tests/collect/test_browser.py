@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from conftest import PLAN, Server, _truthy
+from serve_helpers import Scripted, join, post_answers, rating
 
 from nonolab.study.board import Board
 
@@ -64,7 +65,7 @@ def shot(page, name: str) -> None:
     out = os.environ.get("NONOLAB_SCREENSHOTS")
     if out:
         Path(out).mkdir(parents=True, exist_ok=True)
-        page.screenshot(path=str(Path(out) / f"{name}.png"))
+        page.screenshot(path=str(Path(out) / f"serve-{name}.png"))
 
 
 class Participant:
@@ -410,6 +411,15 @@ def test_the_dashboard_shows_participant_text_escaped(browser, server, plan):
     page.goto(server.url + "/?PROLIFIC_PID=" + quote(evil))
     page.click("#start")
     page.wait_for_selector("#agree")
+    # one session finished through the API, so that the dashboard has data to check
+    import httpx
+
+    with httpx.Client(base_url=server.url) as client:
+        p = Scripted(client, join(client))
+        p.setup()
+        for k in range(1, plan.per_session + 1):
+            p.send({"kind": "skip"}, rating(k, difficulty=-1))
+        p.send({"kind": "survey", "survey_type": "post", "answers": post_answers(3)})
     page.goto(server.url + "/admin")
     page.fill("#admin-token", "wrong")
     page.click("#login-go")
@@ -423,6 +433,11 @@ def test_the_dashboard_shows_participant_text_escaped(browser, server, plan):
     page.wait_for_function(
         "() => !document.querySelector('#validate-result').textContent.startsWith('Running')"
     )
-    assert "No finished session" in page.text_content("#validate-result")
+    assert page.text_content("#validate-result") == "1 finished session: 0 problems — usable as it is."
+    page.click("#export")
+    page.wait_for_function(
+        "() => document.querySelector('#export-result').textContent.startsWith('Wrote')"
+    )
+    assert (server.export_dir / "backend" / "logs").is_dir()
     shot(page, "dashboard")
     ctx.close()

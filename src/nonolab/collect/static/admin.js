@@ -54,7 +54,7 @@ $("validate").addEventListener("click", async () => {
   try {
     const v = await api("/api/admin/validate");
     $("validate-result").textContent = v.usable === null ? "No finished session yet." :
-      `${v.finished} finished sessions: ${v.problems} problems${v.usable ? " — usable as it is" : ""}.`;
+      `${v.finished} finished session${v.finished === 1 ? "" : "s"}: ${v.problems} problem${v.problems === 1 ? "" : "s"}${v.usable ? " — usable as it is" : ""}.`;
     $("validate-problems").replaceChildren(...v.first_problems.map((t) => cell("li", t)));
   } catch (e) { $("validate-result").textContent = e.message; }
 });
