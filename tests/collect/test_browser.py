@@ -367,7 +367,9 @@ def test_a_scripted_participant_completes_a_session(browser, server, plan, tmp_p
     assert r.status_code == 200, r.text
     study = server.export_dir
     assert validate_study(study)["problems"] == []
-    lines = [json.loads(x) for x in next((study / "backend/logs").iterdir()).read_text().splitlines()]
+    lines = [
+        json.loads(x) for x in next((study / "backend/logs").iterdir()).read_text().splitlines()
+    ]
     assert [ln["seq"] for ln in lines] == sorted(ln["seq"] for ln in lines)
     assert len({(ln["seq"], ln["type"]) for ln in lines}) == len(lines)  # nothing twice
     res = ingest_study(study, resolve_preset(study, "default"))
@@ -433,11 +435,14 @@ def test_the_dashboard_shows_participant_text_escaped(browser, server, plan):
     page.wait_for_function(
         "() => !document.querySelector('#validate-result').textContent.startsWith('Running')"
     )
-    assert page.text_content("#validate-result") == "1 finished session: 0 problems — usable as it is."
+    assert (
+        page.text_content("#validate-result") == "1 finished session: 0 problems — usable as it is."
+    )
     page.click("#export")
     page.wait_for_function(
         "() => document.querySelector('#export-result').textContent.startsWith('Wrote')"
     )
     assert (server.export_dir / "backend" / "logs").is_dir()
+    page.evaluate("() => window.scrollTo(0, 0)")
     shot(page, "dashboard")
     ctx.close()

@@ -10,7 +10,9 @@ from conftest import REPO
 
 
 def test_concurrent_participants_lose_and_duplicate_nothing():
-    spec = importlib.util.spec_from_file_location("serve_bench", REPO / "benchmarks" / "serve_bench.py")
+    spec = importlib.util.spec_from_file_location(
+        "serve_bench", REPO / "benchmarks" / "serve_bench.py"
+    )
     bench = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(bench)
     res = bench.run(n=30, duration=8.0, gap=0.5, burst=[5.0], burst_step=4.0)
