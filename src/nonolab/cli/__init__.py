@@ -46,6 +46,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "serve",
         "run the web study platform for a plan (participants' pages, dashboard, export)",
     ),
+    "design": (
+        "design",
+        "plan a study: puzzles chosen for power, a balanced schedule, power, a plan",
+    ),
 }
 
 #: commands whose arguments after ``--`` are passed on unparsed, and the namespace attribute
