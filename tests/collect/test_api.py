@@ -150,6 +150,11 @@ def test_batches_are_idempotent(served, plan):
     assert types.count("move") == 2 and types.count("hint") == 1 and types.count("undo") == 1
     # undo restored the crossed cell
     assert p.state()["session"]["board"][1] == 0
+    # a stored number re-sent with other content (a second tab) is refused, not dropped silently
+    other = [{**batch[0], "value": -1}]
+    r = p.post(other)
+    assert r.status_code == 422 and "other content" in r.json()["error"]
+    assert p.state()["session"]["board"][0] == 1
 
 
 def test_gaps_and_invalid_events_are_refused_and_counted(served, plan):

@@ -21,6 +21,7 @@ events already stored are acknowledged again and not re-applied (idempotent on
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import queue
 import secrets
@@ -60,6 +61,8 @@ EVENTS = sa.Table(
     sa.Column("client_t", sa.Float, nullable=False),
     sa.Column("received_at", sa.Float, nullable=False),
     sa.Column("result", sa.Text, nullable=False),
+    # sha256 of the event as sent: a re-sent number with other content is refused
+    sa.Column("digest", sa.String(64), nullable=False),
 )
 LINES = sa.Table(
     "lines",
@@ -84,6 +87,12 @@ COUNTERS = sa.Table(
     sa.Column("name", sa.String(32), primary_key=True),
     sa.Column("value", sa.Integer, nullable=False),
 )
+
+
+def event_digest(ev: dict[str, Any]) -> str:
+    """Return the sha256 (hex) of page event ``ev`` as canonical JSON."""
+    text = json.dumps(ev, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 class StoreError(Exception):
@@ -407,13 +416,15 @@ class Store:
         state = json.loads(row["state"])
         seqs = [e.get("seq") for e in events if isinstance(e, dict)]
         old = [s for s in seqs if isinstance(s, int) and s <= last]
+        stored: dict[int, str] = {}
         if old:
             got = conn.execute(
-                sa.select(EVENTS.c.seq, EVENTS.c.result).where(
+                sa.select(EVENTS.c.seq, EVENTS.c.result, EVENTS.c.digest).where(
                     EVENTS.c.participant_id == pid, EVENTS.c.seq.in_(old)
                 )
             ).all()
-            results.update({s: json.loads(r) for s, r in got})
+            results.update({s: json.loads(r) for s, r, _ in got})
+            stored = {s: d for s, _, d in got}
         ev_rows, line_rows = [], []
         for ev in events:
             seq = ev.get("seq") if isinstance(ev, dict) else None
@@ -421,6 +432,11 @@ class Store:
                 refused = {"seq": seq, "error": "seq must be a positive integer"}
                 break
             if seq <= last:
+                if stored.get(seq) != event_digest(ev):
+                    results.pop(seq, None)
+                    refused = {"seq": seq, "error": f"event {seq} was stored with other content "
+                               "(is the study open in another tab?)"}  # fmt: skip
+                    break
                 continue  # already stored: acknowledged again, not re-applied
             if seq != last + 1:
                 refused = {"seq": seq, "error": f"event {last + 1} is missing (got {seq})"}
@@ -435,7 +451,7 @@ class Store:
             ev_rows.append(
                 {"participant_id": pid, "seq": seq, "kind": ev["kind"],
                  "client_t": float(state["last_t"]), "received_at": now_ms / 1000.0,
-                 "result": json.dumps(result)}
+                 "result": json.dumps(result), "digest": event_digest(ev)}
             )  # fmt: skip
             line_rows += [
                 {"participant_id": pid, "seq": seq, "sub": k,
