@@ -337,3 +337,29 @@ def test_sqlite_store_runs_in_wal_mode(tmp_path):
         assert conn.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
     store.close()
     assert Path(tmp_path / "s.sqlite").exists()
+
+
+def test_two_servers_share_one_database(plan, db_url):
+    """Two server processes on one database (a load balancer sends a participant's batches to
+    either): every event is stored once, in order, and both see the same session."""
+    a, b = Store(db_url), Store(db_url)
+    ca = TestClient(create_app(plan, a, "admin-secret"))
+    cb = TestClient(create_app(plan, b, "admin-secret"))
+    p = Scripted(ca, join(ca))
+    p.setup()
+    sent = []
+    for i in range(12):
+        batch = p.events({"kind": "move", "r": i % 5, "c": (i * 2) % 5, "value": 1 - i % 3})
+        sent += batch
+        # each batch (with the previous one again) to one server, then the other
+        for client in (ca, cb) if i % 2 else (cb, ca):
+            p.client = client
+            r = p.post(sent[-2:])
+            assert r.status_code == 200 and r.json()["acked"] == p.seq
+    p.client = ca
+    sa_, sb_ = p.state(), Scripted(cb, p.token).state()
+    assert sa_["session"] == sb_["session"] and sa_["last_seq"] == 16
+    lines = [json.loads(x) for _, ls in a.logs() for x in ls]
+    assert [ln["seq"] for ln in lines if ln["type"] == "move"] == list(range(5, 17))
+    a.close()
+    b.close()

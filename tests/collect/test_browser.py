@@ -446,3 +446,29 @@ def test_the_dashboard_shows_participant_text_escaped(browser, server, plan):
     page.evaluate("() => window.scrollTo(0, 0)")
     shot(page, "dashboard")
     ctx.close()
+
+
+def test_touch_taps_on_a_phone_sized_screen(browser, server, plan):
+    """Taps (touch pointer events) fill and clear cells; the grid fits a 390 px wide screen."""
+    import httpx
+
+    ctx = browser.new_context(viewport={"width": 390, "height": 760}, has_touch=True,
+                              is_mobile=True)  # fmt: skip
+    page = ctx.new_page()
+    with httpx.Client(base_url=server.url) as client:
+        tok = join(client)
+        Scripted(client, tok).setup()
+    page.goto(f"{server.url}/s/{tok}")
+    page.wait_for_selector(".grid .cell")
+    page.tap('.grid .cell[data-r="2"][data-c="3"]')
+    page.tap('.grid .cell[data-r="0"][data-c="0"]')
+    page.tap('.grid .cell[data-r="0"][data-c="0"]')  # a second tap clears
+    page.wait_for_function(
+        "() => document.querySelector('#save-status').dataset.state === 'saved'", timeout=30000
+    )
+    board = server_board(server, tok)
+    assert board[2 * 5 + 3] == 1 and board[0] == 0
+    box = page.locator(".grid").bounding_box()
+    assert box["x"] >= 0 and box["x"] + box["width"] <= 390
+    shot(page, "phone")
+    ctx.close()

@@ -76,6 +76,7 @@ export function createGrid(container, puzzle, opts) {
   container.appendChild(wrap);
 
   let cursor = { r: 0, c: 0 };
+  let keyboard = false; // the cursor is drawn only while the keyboard is in use
   let hint = null;
   function render() {
     cells.forEach((d, i) => {
@@ -83,7 +84,7 @@ export function createGrid(container, puzzle, opts) {
       d.classList.toggle("filled", v === 1);
       d.classList.toggle("crossed", v === -1);
       const r = Math.floor(i / w), c = i % w;
-      d.classList.toggle("cursor", r === cursor.r && c === cursor.c && document.activeElement === table);
+      d.classList.toggle("cursor", keyboard && r === cursor.r && c === cursor.c && document.activeElement === table);
       d.classList.toggle("hinted", hint !== null && hint.r === r && hint.c === c);
       d.setAttribute("aria-label", `row ${r + 1} column ${c + 1}: ${v === 1 ? "filled" : v === -1 ? "crossed" : "empty"}`);
     });
@@ -117,6 +118,7 @@ export function createGrid(container, puzzle, opts) {
     const at = cellAt(e.clientX, e.clientY);
     if (!at || opts.disabled?.()) return;
     e.preventDefault();
+    keyboard = false;
     table.focus({ preventScroll: true });
     cursor = at;
     const tool = e.button === 2 ? "cross" : opts.getTool();
@@ -147,6 +149,7 @@ export function createGrid(container, puzzle, opts) {
   table.addEventListener("blur", render);
   table.addEventListener("keydown", (e) => {
     if (opts.disabled?.()) return;
+    keyboard = true;
     const k = e.key;
     const moves = { ArrowUp: [-1, 0], ArrowDown: [1, 0], ArrowLeft: [0, -1], ArrowRight: [0, 1] };
     if (moves[k]) {
