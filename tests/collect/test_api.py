@@ -235,6 +235,9 @@ def test_request_size_batch_size_and_event_rate_are_bounded(plan, tmp_path):
     p = Scripted(client, join(client))
     r = client.post(f"/api/s/{p.token}/events", content=b"x" * 5000)
     assert r.status_code == 413
+    # a body without Content-Length (chunked) is cut off at the bound too
+    r = client.post(f"/api/s/{p.token}/events", content=iter([b"x" * 1000] * 5))
+    assert r.status_code == 413
     r = p.post([{"kind": "reset", "seq": i, "t": 0} for i in range(1, 12)])
     assert r.status_code == 413
     p.setup()  # 4 events
@@ -363,3 +366,22 @@ def test_two_servers_share_one_database(plan, db_url):
     assert [ln["seq"] for ln in lines if ln["type"] == "move"] == list(range(5, 17))
     a.close()
     b.close()
+
+
+def test_completion_code_and_redirect_only_when_done(plan, tmp_path):
+    raw = {**plan.raw, "platform": {"completion": {
+        "code": "C0DE-42", "redirect_url": "https://example.org/done?cc={code}"}}}  # fmt: skip
+    f = tmp_path / "plan.yaml"
+    f.write_text(yaml.safe_dump(raw))
+    store = Store(str(tmp_path / "s.sqlite"))
+    client = TestClient(create_app(load_plan(f), store, "admin-secret"))
+    p = Scripted(client, join(client))
+    p.setup()
+    for k in range(1, 4):
+        assert "completion" not in p.state()
+        p.send({"kind": "skip"}, rating(k, difficulty=-1))
+    assert "completion" not in p.state()  # the post-survey is still to come
+    p.send({"kind": "survey", "survey_type": "post", "answers": post_answers(3)})
+    c = p.state()["completion"]
+    assert c["code"] == "C0DE-42" and c["redirect_url"] == "https://example.org/done?cc=C0DE-42"
+    store.close()
