@@ -144,13 +144,6 @@ class GroupCommit:
         self._q.put((fn, fut))
         return fut.result()
 
-    async def _atransact(self, fn: Callable[[sa.Connection], Any]) -> Any:
-        """:meth:`_transact` for the server's event loop (grouped in the loop on SQLite, in a
-        worker thread on PostgreSQL)."""
-        if self._agroup is not None:
-            return await self._agroup.run(fn)
-        return await asyncio.to_thread(self._transact, fn)
-
     def close(self) -> None:
         """Stop the writer thread after the queued items."""
         self._q.put(None)
@@ -172,17 +165,7 @@ class GroupCommit:
                     stop = True
                     break
                 items.append(nxt)
-            try:
-                done = _run_group(self.engine, items)
-            except BaseException as e:  # the group is rolled back
-                for _, fut in items:
-                    fut.set_exception(e)
-            else:
-                for (_, fut), (res, err) in zip(items, done, strict=True):
-                    if err is None:
-                        fut.set_result(res)
-                    else:
-                        fut.set_exception(err)
+            _commit_group(self.engine, items)
             if stop:
                 return
 
@@ -200,6 +183,27 @@ def _run_group(
             except StoreError as e:
                 done.append((None, e))
     return done
+
+
+def _commit_group(
+    engine: sa.Engine, items: list[tuple[Callable[[sa.Connection], Any], Any]]
+) -> None:
+    """Run ``items`` (``(fn, future)``; thread or asyncio futures) as one group and settle each
+    future with its item's result or error, or all with the group's error (rolled back)."""
+    try:
+        done = _run_group(engine, items)
+    except BaseException as e:
+        for _, fut in items:
+            if not fut.done():
+                fut.set_exception(e)
+        return
+    for (_, fut), (res, err) in zip(items, done, strict=True):
+        if fut.done():  # an asyncio caller that went away
+            continue
+        if err is None:
+            fut.set_result(res)
+        else:
+            fut.set_exception(err)
 
 
 class AsyncGroupCommit:
@@ -228,20 +232,7 @@ class AsyncGroupCommit:
             items = [await q.get()]
             while not q.empty() and len(items) < self.max_group:
                 items.append(q.get_nowait())
-            try:
-                done = _run_group(self.engine, items)
-            except BaseException as e:
-                for _, fut in items:
-                    if not fut.done():
-                        fut.set_exception(e)
-            else:
-                for (_, fut), (res, err) in zip(items, done, strict=True):
-                    if fut.done():
-                        continue
-                    if err is None:
-                        fut.set_result(res)
-                    else:
-                        fut.set_exception(err)
+            _commit_group(self.engine, items)
             await asyncio.sleep(0)
 
 
