@@ -25,6 +25,8 @@ counts = {
     "participants": summary["participants"],
     "attempts": summary["attempts"],
     "puzzles": len(summary["attempts_per_puzzle"]),
+    # whether the preset has a published analysis (captions: nonolab.report.captions)
+    "published": bool(preset.data.get("published")),
 }
 # study.json goes into the same folder swap as the tables: one run's files or the previous ones
 out = Path(snakemake.output.summary).parent

@@ -7,6 +7,7 @@ example study minus each participant (tests/workflow/test_generalisation.py)."""
 
 from __future__ import annotations
 
+import json
 import shutil
 
 import pandas as pd
@@ -74,3 +75,50 @@ def test_whole_dag_on_another_design(name, tmp_path):
         assert not ledger["reason"].str.contains("session serves").any()
         features = pd.read_csv(results / "features" / "attempts.csv")
         assert len(features) == len(attempts) == sizes.sum()
+
+
+def _string_ids(study, names):
+    """Rename the simulated study's puzzle ids to ``names[id]`` in the puzzle file, every log
+    line naming a puzzle (queue, check_bank, skip_puzzle, puzzle_advanced) and the coded
+    responses."""
+    path = study / "nonograms_6.json"
+    content = json.loads(path.read_text(encoding="utf-8"))
+    for item in content:
+        item["id"] = names[int(item["id"])]
+    path.write_text(json.dumps(content), encoding="utf-8")
+    for log in (study / "backend" / "logs").glob("*.ndjson"):
+        lines = []
+        for line in log.read_text(encoding="utf-8").splitlines():
+            e = json.loads(line)
+            if "queue" in e:
+                e["queue"] = [names[q] for q in e["queue"]]
+            if "puzzle_id" in e:
+                e["puzzle_id"] = names[e["puzzle_id"]]
+            lines.append(json.dumps(e))
+        log.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    coded = study / "riyad-analysis" / "derived" / "coded_responses.csv"
+    df = pd.read_csv(coded, keep_default_na=False)
+    df["puzzle_id"] = [names[int(float(v))] if v != "" else "" for v in df["puzzle_id"]]
+    df.to_csv(coded, index=False)
+
+
+@pytest.mark.slow
+def test_whole_dag_with_string_puzzle_ids(tmp_path):
+    """String puzzle ids (docs/data-format.md, Identifiers) through every stage: the puzzle
+    file, the logs and the coded responses name puzzles by text, one of them non-ASCII and one
+    with leading zeros."""
+    study = tmp_path / "study"
+    args = ["--participants", "24", "--puzzles", "4", "--size", "7x7", "--seed", "16"]
+    assert main(["simulate", str(study), *args]) == 0
+    names = {0: "alpha", 1: "b\u00e9ta", 2: "007", 3: "Delta 4"}
+    _string_ids(study, names)
+    res = snakemake("all", directory=tmp_path / "run", config={"study_dir": study}, cores=2)
+    assert res.returncode == 0, (res.stdout + res.stderr)[-4000:]
+    results = tmp_path / "run" / "results"
+    attempts = pd.read_csv(results / "ingest" / "attempts.csv", dtype={"puzzle_id": str})
+    assert set(attempts["puzzle_id"]) == set(names.values())
+    assert len(attempts) == 24 * 3
+    for table in ("table1_spearman", "bt_strengths", "behaviour_models", "errata"):
+        assert (results / "tables" / f"{table}.csv").is_file(), table
+    bt = pd.read_csv(results / "tables" / "bt_strengths.csv", dtype={"puzzle_id": str})
+    assert set(bt["puzzle_id"]) == set(names.values())

@@ -47,7 +47,12 @@ PRESET_FILE = str(_PRESET.path)
 from nonolab.study.identity import check_results_study
 
 RESULTS_STUDY = check_results_study("results", STUDY, _PRESET) or {}
-config["results_study"] = RESULTS_STUDY
+# The captions' facts of the study (numbers of puzzles, participants, puzzles per session, drag
+# events, published analysis: nonolab.report.captions.study_facts), computed from the results.
+from nonolab.report.captions import study_facts
+
+config["results_study"] = RESULTS_STUDY | study_facts("results")
+config["results_study"]["published"] = bool(_PRESET.data.get("published"))
 
 
 def study_path(key, default=None):

@@ -65,8 +65,11 @@ def coerce_table(df: pd.DataFrame, name: str) -> pd.DataFrame:
     and the first value it cannot hold (an integer outside 64 bits, text in a number column).
     """
     schema = table_schema(name)
+    optional = set(schema.get("x-optional", ()))
     out = pd.DataFrame(index=df.index)
     for col, prop in schema["properties"].items():
+        if col in optional and col not in df:
+            continue
         s = df[col] if col in df else pd.Series([None] * len(df), index=df.index)
         try:
             out[col] = _coerce_column(s, prop)
@@ -186,6 +189,7 @@ def _boolean(s: pd.Series) -> bool:
 @cache
 def _pandera(name: str, mode: Mode) -> pa.DataFrameSchema:
     schema = table_schema(name)
+    optional = set(schema.get("x-optional", ()))
     cols = {}
     for col, prop in schema["properties"].items():
         checks = []
@@ -203,7 +207,7 @@ def _pandera(name: str, mode: Mode) -> pa.DataFrameSchema:
             checks.append(pa.Check(_numeric, error="not numbers"))
         if typ == "boolean" and dtype is None:
             checks.append(pa.Check(_boolean, error="not true/false"))
-        cols[col] = pa.Column(dtype, checks=checks, nullable=nullable)
+        cols[col] = pa.Column(dtype, checks=checks, nullable=nullable, required=col not in optional)
     return pa.DataFrameSchema(
         cols, strict=True, ordered=True, unique=schema.get("x-unique"), name=name
     )
@@ -212,7 +216,8 @@ def _pandera(name: str, mode: Mode) -> pa.DataFrameSchema:
 def validate_table(df: pd.DataFrame, name: str, *, mode: Mode = "coerced") -> None:
     """Raise :class:`TableSchemaError` if ``df`` does not match the schema of table ``name``.
 
-    Checks (pandera): exactly the declared columns in order; the declared dtypes (``mode``
+    Checks (pandera): exactly the declared columns in order (a column the schema lists under
+    ``x-optional`` may be absent); the declared dtypes (``mode``
     "coerced": as :func:`coerce_table` makes them; "read": as :func:`read_table` reads them;
     "write": only the values, as they will be written); no
     missing values in non-nullable columns; ``enum``, ``minimum`` and ``maximum``; unique keys.

@@ -203,8 +203,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         "a unique solution (proven by SAT), drawn from a seeded generator. Progress goes to "
         "stderr when it is a terminal.",
     )
-    g.add_argument("--height", type=positive_int, default=10)
-    g.add_argument("--width", type=positive_int, default=10)
+    g.add_argument("--height", type=positive_int, default=10, help="rows of each grid")
+    g.add_argument("--width", type=positive_int, default=10, help="columns of each grid")
     g.add_argument(
         "--filled",
         type=non_negative_int,
@@ -217,13 +217,17 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--encoding",
         type=encoding_name,
         default="block_start",
-        help="encoding used to prove uniqueness",
+        help="CNF encoding used to prove uniqueness",
     )
     g.add_argument(
         "--solver", type=solver_name, default="minisat22", help="solver used to prove uniqueness"
     )
     g.add_argument(
-        "--max-attempts", type=positive_int, default=10_000, help="grids tried per puzzle"
+        "--max-attempts",
+        type=positive_int,
+        default=10_000,
+        metavar="N",
+        help="random grids tried per puzzle before giving up (exit 2)",
     )
     g.add_argument(
         "--timeout",
@@ -240,10 +244,16 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     g.set_defaults(func=_generate)
 
-    e = sub.add_parser("encode", help="write a puzzle's CNF as DIMACS")
-    e.add_argument("file", type=Path)
+    e = sub.add_parser(
+        "encode",
+        help="write a puzzle's CNF as DIMACS",
+        description="Write the CNF of one puzzle (a single-puzzle file, or --index of a "
+        "multi-puzzle one) in the chosen encoding as DIMACS text; the header comment names the "
+        "puzzle's clue hash and label.",
+    )
+    e.add_argument("file", type=Path, help="puzzle file (any supported format)")
     e.add_argument("--format", choices=FORMATS, help=fmt_help)
-    e.add_argument("--encoding", type=encoding_name, default="block_start")
+    e.add_argument("--encoding", type=encoding_name, default="block_start", help="CNF encoding")
     e.add_argument(
         "--index", type=non_negative_int, help="0-based puzzle index in a multi-puzzle file"
     )

@@ -6,21 +6,13 @@ import argparse
 import json
 from pathlib import Path
 
-from nonolab.cli.options import non_negative_int, positive_int
+from nonolab.cli.options import grid_size, non_negative_int, positive_int
 from nonolab.core.progress import Progress
 from nonolab.core.tables import write_text
 from nonolab.sim.design import SURVEYS, StudyDesign, design_preset, reshape_study
 from nonolab.sim.events import simulate_study
 from nonolab.sim.model import FAULTS, METRICS, SimParams, params_from_mapping
 from nonolab.sim.writer import write_study
-
-
-def _size(text: str) -> tuple[int, int]:
-    try:
-        h, w = (int(x) for x in text.lower().split("x"))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"size must look like 10x10, got {text!r}") from None
-    return h, w
 
 
 def _per_session(text: str) -> tuple[int, int]:
@@ -101,7 +93,7 @@ def _run(args: argparse.Namespace) -> int:
         f"true final-rating slope {truth['slope_final_rating']:.4f}"
     )
     if design.sizes != (3,):
-        print(f"run it with the preset {out / 'preset.yaml'} (config preset=...)")
+        print(f"run it with its preset: nonolab run --study {out} --preset {out / 'preset.yaml'}")
     return 0
 
 
@@ -122,15 +114,27 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="write into a non-empty folder that holds a simulated study (ground_truth.json), "
         "replacing it; a folder without one is never written into",
     )
-    p.add_argument("--participants", type=positive_int, default=30)
-    p.add_argument("--puzzles", type=positive_int, default=6)
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--size", type=_size, default=(10, 10), help="HxW (default 10x10)")
+    p.add_argument(
+        "--participants", type=positive_int, default=30, help="participants (one log file each)"
+    )
+    p.add_argument("--puzzles", type=positive_int, default=6, help="distinct puzzles")
+    p.add_argument("--seed", type=int, default=0, help="seed of every random draw")
+    p.add_argument("--size", type=grid_size, default=(10, 10), help="HxW (default 10x10)")
     p.add_argument(
         "--filled", type=non_negative_int, default=None, help="filled cells (default: half)"
     )
-    p.add_argument("--metric", choices=METRICS, default=None, help="metric driving difficulty")
-    p.add_argument("--strength", type=float, default=None, help="puzzle-level correlation")
+    p.add_argument(
+        "--metric",
+        choices=METRICS,
+        default=None,
+        help="SAT metric driving difficulty (default: the simulator's, SimParams.metric)",
+    )
+    p.add_argument(
+        "--strength",
+        type=float,
+        default=None,
+        help="puzzle-level correlation of metric and difficulty (default: SimParams's)",
+    )
     p.add_argument(
         "--faults",
         type=_faults,
@@ -138,7 +142,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="comma-separated bad-input classes to inject, one instance each, or 'all' "
         f"({', '.join(FAULTS)}); listed in ground_truth.json",
     )
-    p.add_argument("--params", help="JSON file of further SimParams overrides")
+    p.add_argument(
+        "--params", metavar="FILE", help="JSON file of further SimParams overrides (default: none)"
+    )
     p.add_argument(
         "--per-session",
         type=_per_session,
