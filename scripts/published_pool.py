@@ -5,13 +5,11 @@ with mean behaviour, and the count of distinct puzzle sequences served."""
 import json
 import logging
 
-import pandas as pd
-
 from nonolab.core.tables import write_json, write_table
 from nonolab.measure.tables import read_pool_statistics
 from nonolab.stats.correlations import behaviour_spearman, raw_mean_rating
 from nonolab.stats.pool_stats import ordered_selections, pool_tables
-from nonolab.study.schemas import read_table
+from nonolab.study.schemas import read_csv, read_table
 
 logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, format="%(message)s")
 inp, out, p = snakemake.input, snakemake.output, snakemake.params
@@ -23,10 +21,10 @@ pool = read_pool_statistics(inp.pool) if "pool" in inp.keys() else None
 source = "the preset's published pool" if pool is not None else "none"
 if pool is None and "own_pool" in inp.keys():
     # the workflow's own candidate pool (the study's grid size), one solver x encoding
-    own = pd.read_csv(inp.own_pool)
+    own = read_csv(inp.own_pool)
     own = own[(own["solver"] == p.solver) & (own["encoding"] == p.encoding)]
     own = own[own["status"] != "unknown"] if "status" in own else own  # over budget
-    hashes = pd.read_csv(inp.own_pool_puzzles, usecols=["pool_index", "puzzle_hash"])
+    hashes = read_csv(inp.own_pool_puzzles, usecols=["pool_index", "puzzle_hash"])
     pool = own.merge(hashes, on="pool_index", how="left").assign(
         pool_puzzle_id=lambda d: d["pool_index"].astype(str)
     )

@@ -35,6 +35,7 @@ import numpy as np
 import pandas as pd
 
 from nonolab.sat.puzzles import Puzzle, PuzzleError
+from nonolab.study.schemas import read_csv
 
 #: the solver metrics the study's analyses use
 DEFAULT_METRICS = ("conflicts", "decisions", "propagations")
@@ -154,11 +155,11 @@ def load_pool(
 
     path = Path(pool)
     if path.is_dir():
-        pt = pd.read_csv(path / "pool.csv")
-        mt = pd.read_csv(path / "metrics.csv")
+        pt = read_csv(path / "pool.csv")
+        mt = read_csv(path / "metrics.csv")
         mt = mt[(mt["solver"] == solver) & (mt["encoding"] == encoding) & (mt["status"] == "sat")]
         if (path / "excluded.csv").exists():
-            ex = pd.read_csv(path / "excluded.csv")
+            ex = read_csv(path / "excluded.csv")
             pt = pt[~pt["pool_index"].isin(ex["pool_index"])]
         pt = pt.merge(
             mt.drop(columns=["puzzle_hash"], errors="ignore"), on="pool_index", how="inner"
@@ -179,7 +180,7 @@ def load_pool(
         puzzles = read_puzzles(path)
     if any(p.solution is None for p in puzzles):
         raise SelectionError(f"{path}: every pool puzzle needs its solution")
-    mt = pd.read_csv(metrics)
+    mt = read_csv(metrics)
     if "nvars_input" in mt.columns:
         from nonolab.measure.tables import read_pool_statistics
 

@@ -23,6 +23,7 @@ import yaml
 
 from nonolab.core.paths import workflow_root
 from nonolab.study.identity import STUDY_RECORD
+from nonolab.study.schemas import read_csv
 
 #: the facts of a results folder that holds no study yet (no ingest): every count unknown
 EMPTY_FACTS: dict[str, Any] = {
@@ -58,7 +59,7 @@ def _read(results_dir: Path, table: str, columns: list[str]) -> pd.DataFrame | N
         return pd.read_parquet(pq, columns=columns)
     csv = results_dir / "ingest" / f"{table}.csv"
     if csv.is_file():
-        return pd.read_csv(csv, usecols=columns)
+        return read_csv(csv, usecols=columns)
     return None
 
 

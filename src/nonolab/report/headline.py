@@ -16,11 +16,14 @@ from typing import Any
 
 import pandas as pd
 
+from nonolab.core.tables import restore_cells
+from nonolab.study.schemas import read_csv
+
 
 def read_table(path: str | os.PathLike) -> pd.DataFrame:
     """Return a CSV table with every cell as text, exactly as written: no NA parsing (an id
     ``NA`` or ``null`` stays that string), empty cells as ``""``."""
-    return pd.read_csv(path, dtype=str, keep_default_na=False, na_filter=False)
+    return restore_cells(pd.read_csv(path, dtype=str, keep_default_na=False, na_filter=False))
 
 
 def _num(value: Any) -> float:
@@ -191,7 +194,7 @@ def models_sentences(root: Path) -> list[str]:
     if conclusion.is_file():
         from nonolab.stats.conclusion import summary_sentence
 
-        t = pd.read_csv(conclusion)
+        t = read_csv(conclusion)
         if not t.empty and {"step", "metric", "p_fdr", "significant_at_05"} <= set(t.columns):
             out.append(summary_sentence(t, list(dict.fromkeys(t["metric"]))))
     elif path.is_file():
@@ -300,7 +303,7 @@ def errata_sentences(root: Path) -> list[str]:
     path = root / "tables" / "errata.csv"
     if not path.is_file():
         return []
-    t = pd.read_csv(path)
+    t = read_csv(path)
     if t.empty:
         return []
     out = [f"{len(t)} published numbers change."]

@@ -31,6 +31,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from nonolab.core.tables import write_text
 from nonolab.report import headline
 from nonolab.report.catalogue import ENTRIES, SECTIONS, Entry
 
@@ -483,13 +484,7 @@ def build_report(results_dir: Path, out: Path | None = None) -> Path:
         raise FileNotFoundError(f"results folder {results_dir} not found")
     out = Path(out) if out is not None else root / "report.html"
     page = render_report(results_dir)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
-    try:
-        tmp.write_text(page, encoding="utf-8")
-        os.replace(tmp, out)
-    finally:
-        tmp.unlink(missing_ok=True)
+    write_text(out, page)
     return out
 
 

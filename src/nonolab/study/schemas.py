@@ -251,7 +251,10 @@ def _explain(e: SchemaError | SchemaErrors, df: pd.DataFrame, name: str) -> str:
 
 
 def read_csv(
-    path: str | os.PathLike, text: Any = (), dtype: dict[str, Any] | None = None
+    path: str | os.PathLike,
+    text: Any = (),
+    dtype: dict[str, Any] | None = None,
+    usecols: Any = None,
 ) -> pd.DataFrame:
     """Return a CSV table written by :func:`nonolab.core.tables.write_table`, read back as it
     was written: id columns (``id``, ``*_id``) and the columns named in ``text`` are text with
@@ -259,10 +262,10 @@ def read_csv(
     other columns as pandas infers them (``dtype`` overrides), and cells neutralised for
     spreadsheets are restored (:func:`nonolab.core.tables.restore_cell`). The one reader of
     our CSV tables (:func:`nonolab.core.tables.csv_read_options`)."""
-    header = pd.read_csv(path, nrows=0).columns
+    header = pd.read_csv(path, nrows=0, usecols=usecols).columns
     opts = csv_read_options(header, text)
     opts["dtype"] = dict(dtype or {}) | opts["dtype"]
-    return restore_cells(pd.read_csv(path, **opts))
+    return restore_cells(pd.read_csv(path, usecols=usecols, **opts))
 
 
 def read_table(path: str | os.PathLike, name: str) -> pd.DataFrame:

@@ -8,6 +8,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from nonolab.report.figures import DOUBLE_WIDTH_IN, GREY, PALETTE, new_figure, save_figure, style
+from nonolab.study.schemas import read_csv
 
 #: analysis -> legend label
 LABELS = {
@@ -100,8 +101,8 @@ def write_design_figures(out_dir: str | Path, target: float | None = None) -> li
     """Draw the design figures from ``out_dir/tables`` into ``out_dir/figures`` (PNG and PDF);
     return the PNG paths."""
     out = Path(out_dir)
-    curve = pd.read_csv(out / "tables" / "design_power_curve.csv")
-    balance = pd.read_csv(out / "tables" / "design_balance.csv")
+    curve = read_csv(out / "tables" / "design_power_curve.csv")
+    balance = read_csv(out / "tables" / "design_balance.csv")
     paths = []
     for name, fig in (
         ("design_power_curve", power_curve_figure(curve, target)),
