@@ -56,6 +56,7 @@ LOG_OPS = (
     "rename_extension",
     "append_session",
     "clock_jump",
+    "clock_jump_between_attempts",
     "insert_unknown_event",
     "insert_stray_event",
     "change_value_type",
@@ -85,6 +86,8 @@ GLOBAL_OPS = (
 #: (tests/contract/regressions/, a strict xfail) and listed in docs/bad-input.md
 OPEN_OPS = {
     "coded_drop_row": "no check that every logged rating reason has a coded-responses row",
+    "clock_jump_between_attempts": "a forward clock jump between two attempts (or after the last)"
+    " is not ledgered: only absolute times change, durations do not",
 }
 STRUCTURAL = (b'"session_start_three"', b'"survey_submit"', b'"ended_without_full_completion"',
               b'"completed_all_three"')  # fmt: skip
@@ -211,10 +214,23 @@ def apply_log_op(m: Mutated, op: dict[str, Any]) -> None:
         lines = [ln for ln in lines if ln.strip()] + [
             _shift(ln, delta) for ln in lines if ln.strip()
         ]
-    elif name == "clock_jump":
+    elif name in ("clock_jump", "clock_jump_between_attempts"):
         delta = (timedelta(days=1), timedelta(hours=2), timedelta(days=-1), timedelta(seconds=-90))[
             b % 4
         ]
+        # clock_jump: inside an attempt (between two interactions); the other: right after a
+        # puzzle survey, where one attempt ends and the next begins
+        if name == "clock_jump":
+            inter = (b'"move"', b'"hint"', b'"drag"')
+            at = [j for j in idx[1:] if any(x in lines[j] for x in inter)]
+            at = [j for j in at if any(x in lines[j - 1] for x in inter)]
+        else:
+            at = [
+                j + 1 for j in idx if b'"survey_type": "puzzle_' in lines[j] and j + 1 < len(lines)
+            ]
+        if not at:
+            return
+        i = at[a % len(at)]
         lines = lines[:i] + [_shift(ln, delta) for ln in lines[i:]]
     elif name == "insert_unknown_event":
         t = _time(_obj(lines[i]))
@@ -340,8 +356,10 @@ def apply_global_op(m: Mutated, op: dict[str, Any]) -> None:
             # code column is a coder's edit like any other code value
             col = (b"notes", b"final_difficulty2", b"Participant_ID")[b % 3]
             rows = [rows[0] + b"," + col] + [r + b",1" if r.strip() else r for r in rows[1:]]
-        elif name == "coded_drop_column":
-            j = b % len(header)
+        elif name == "coded_drop_column":  # not a code_* column: without a codebook the
+            # file defines the codes, and a code nobody was given can go unnoticed
+            cols = [j for j, h in enumerate(header) if not h.startswith("code_")]
+            j = cols[b % len(cols)]
             out = []
             for r in rows:
                 if not r.strip():

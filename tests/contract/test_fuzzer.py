@@ -51,9 +51,9 @@ def ops(names):
     )
 
 
-log_batch = st.lists(ops(LOG_OPS), min_size=PARTICIPANTS, max_size=PARTICIPANTS).map(
-    lambda batch: [{"p": p, "ops": o} for p, o in enumerate(batch)]
-)
+log_batch = st.lists(
+    ops([o for o in LOG_OPS if o not in OPEN_OPS]), min_size=PARTICIPANTS, max_size=PARTICIPANTS
+).map(lambda batch: [{"p": p, "ops": o} for p, o in enumerate(batch)])
 global_case = st.fixed_dictionaries(
     {"global": st.just(True), "ops": ops([o for o in GLOBAL_OPS if o not in OPEN_OPS])}
 )
