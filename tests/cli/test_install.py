@@ -184,6 +184,8 @@ def test_a_new_lab_runs_its_own_study_from_an_install(installed, tmp_path):
         "8",
         "--puzzles",
         "4",
+        "--per-session",
+        "4",
         "--size",
         "8x8",
         "--seed",
