@@ -59,5 +59,8 @@ write_table(
         f"gaps are read in, 1-{order['n_orders']} = random permutations (seed {order['seed']}); "
         "published_settings = EM stopped at scikit-learn's default tolerance (as published), "
         "converged = the checked optimum. Crossing in seconds; delta BIC = BIC(1) - BIC(k)."
+        if rows
+        else "Pause mixtures in other gap orders: not run (pauses.order_check: no orders, or "
+        "only_published and the study's preset names no published pause fit)."
     ),
 )

@@ -8,7 +8,7 @@ import pandas as pd
 
 from nonolab.core.tables import write_table
 from nonolab.report.captions import study_facts
-from nonolab.sim.power import CELL_SEED_RULE, POWER_COLUMNS, power_table
+from nonolab.sim.power import CELL_SEED_RULE, POWER_COLUMNS, power_table_from_settings
 
 logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, format="%(message)s", force=True)
 log = logging.getLogger("power_study")
@@ -23,17 +23,7 @@ if cell["n_puzzles"] < max(3, per_session) or cell["n_participants"] < 1:
     table = pd.DataFrame(columns=POWER_COLUMNS)
 else:
     log.info("study design %s, %d puzzles per participant: %s", cell, per_session, cfg)
-    table = power_table(
-        cell["n_puzzles"],
-        cell["n_participants"],
-        cfg["rho"],
-        int(cfg["replications"]),
-        int(cfg["seed"]),
-        alpha=float(cfg["alpha"]),
-        methods=cfg["methods"],
-        missing=float(cfg.get("missing", 0.1)),
-        per_session=per_session,
-    )
+    table = power_table_from_settings(cfg, cell["n_puzzles"], cell["n_participants"])
     log.info("%s", table.to_string(index=False))
 params = {k: v for k, v in cfg.items() if k != "seed"} | cell
 seeds = {"seed": int(cfg["seed"]), "per_cell": CELL_SEED_RULE}

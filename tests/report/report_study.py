@@ -104,7 +104,7 @@ def check_page(page: str, hostile: list[str]) -> Page:
     no event-handler attribute, no ``img`` outside the figures' data URIs; return the parsed
     page."""
     for s in hostile:
-        if any(c in s for c in "<>&\"'"):
+        if "<" in s:  # quotes, & and > alone are also ordinary text in a page
             assert s not in page, f"raw copy of {s!r} in the page"
     parsed = Page(page)
     kinds = {(a.get("type"), a.get("id")) for a, _ in parsed.scripts}

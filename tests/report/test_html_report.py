@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from report_study import HOSTILE, HOSTILE_IMG, Page, check_page, hostile_study, ingest_results
 
@@ -174,19 +174,33 @@ def _minimal_results(root: Path, study_dir: str, preset: str, cell: str) -> Path
         {"participants": 2, "ledger_rows": 1, "ledger_by_level": {cell: 1}},
         root / "ingest" / "summary.json",
     )
-    (root / "ingest" / "ledger.csv").write_text(
-        "level,source,id,reason,action\n" + ",".join(json.dumps(cell) for _ in range(5)) + "\n",
-        encoding="utf-8",
-    )
     (root / "tables").mkdir(parents=True, exist_ok=True)
-    q = json.dumps(cell)
-    (root / "tables" / "table1_spearman.csv").write_text(
-        "alignment,solver,encoding,metric,n,bt_rho,bt_p,perm_p\n"
-        f"corrected,{q},{q},{q},2,1.0,0.0,0.5\n",
-        encoding="utf-8",
+
+    def csv(path: str, rows: list[dict]) -> None:
+        pd.DataFrame(rows).to_csv(root / path, index=False)
+
+    csv("ingest/ledger.csv", [dict.fromkeys(["level", "source", "id", "reason", "action"], cell)])
+    csv(
+        "tables/table1_spearman.csv",
+        [
+            {
+                "alignment": "corrected",
+                "solver": cell,
+                "encoding": cell,
+                "metric": cell,
+                "n": 2,
+                "bt_rho": 1.0,
+                "bt_p": 0.0,
+                "perm_p": 0.5,
+            }
+        ],
     )
-    (root / "tables" / "bt_strengths.csv").write_text(
-        f"puzzle_id,strength,ci_low,ci_high\n{q},1.5,1,2\nb,0.5,0.1,1\n", encoding="utf-8"
+    csv(
+        "tables/bt_strengths.csv",
+        [
+            {"puzzle_id": cell, "strength": 1.5, "ci_low": 1, "ci_high": 2},
+            {"puzzle_id": "b", "strength": 0.5, "ci_low": 0.1, "ci_high": 1},
+        ],
     )
     row = dict.fromkeys(ERRATA_COLUMNS, "")
     row.update(quantity=cell, cause=cell, evidence=cell, published="1", corrected="2")
@@ -199,6 +213,10 @@ def _minimal_results(root: Path, study_dir: str, preset: str, cell: str) -> Path
     max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(s=hostile_text)
+@example(s=HOSTILE)
+@example(s='"')
+@example(s="NA")
+@example(s="x\r\ny\u2028")
 def test_any_string_in_any_field_stays_text(tmp_path_factory, s):
     root = _minimal_results(tmp_path_factory.mktemp("r"), "/studies/" + s, s, s)
     page = render_report(root)

@@ -127,7 +127,8 @@ def test_ingest_only_report_loads_offline_and_runs_nothing_from_the_study(browse
 @pytest.fixture(scope="module")
 def full_report(tmp_path_factory):
     """The whole workflow on a copy of the example study whose folder path and preset name are
-    hostile, then the report (``nonolab run`` then ``nonolab report``)."""
+    hostile (``nonolab run``, which ends by building the report), then the report again by
+    ``nonolab report``."""
     base = tmp_path_factory.mktemp("full")
     study, preset = hostile_study(base, folder=HOSTILE_WORKFLOW)
     out = base / "out"
@@ -141,11 +142,10 @@ def full_report(tmp_path_factory):
             str(study),
             "--results",
             str(out),
+            "--preset",
+            str(preset),
             "--cores",
             "2",
-            "--",
-            "--config",
-            f"preset={preset}",
         ],
         capture_output=True,
         text=True,

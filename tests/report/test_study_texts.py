@@ -242,3 +242,20 @@ def test_published_texts_appear_for_a_published_preset(studies, tmp_path):
     text = render_caption("bt_strengths", results)
     assert "published_semantics" in text
     assert "published" not in render_caption("bt_strengths", studies["example"])
+
+
+@pytest.mark.parametrize("name", ["small", "eight", "example"])
+def test_every_caption_is_valid_restructuredtext(studies, name):
+    """Snakemake's report turns each caption into HTML with docutils: no error or warning."""
+    import io
+
+    from docutils.core import publish_parts
+
+    for stem in CAPTIONS:
+        err = io.StringIO()
+        publish_parts(
+            render_caption(stem, studies[name]),
+            writer="html",
+            settings_overrides={"warning_stream": err, "report_level": 2},
+        )
+        assert not err.getvalue(), (stem, err.getvalue())

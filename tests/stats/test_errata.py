@@ -8,6 +8,8 @@ import io
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from public_study import minisat_metrics, published_features, study_ingest
 from snake import snakemake
 from statsmodels.stats.multitest import multipletests
@@ -422,63 +424,30 @@ def test_pause_rows_not_reproducible_when_the_order_moves_the_published_number()
     assert rows["BIC improvement, 2 vs 1 components"]["cause_evidence"] == "not reproducible"
     # 7,387.12-7,387.14 rounds to 7,387.1 in every order: the early-stopped EM is the cause
     assert rows["BIC improvement, 3 vs 1 components"]["cause_evidence"] == "error"
-    assert "1.5174-1.5174 s" in rows["pause threshold (s)"]["evidence"]
+    assert "1.5174200-1.5174200 s" in rows["pause threshold (s)"]["evidence"]
+    assert "give 2.353 to 2.357 over 20 random orders" in rows["pause threshold (s)"]["evidence"]
     assert {r["change_category"] for r in rows.values()} == {"estimate"}
+
+
+def _judged(quantity: str, cause: str, p: tuple, effects: tuple, corrected: float = 2) -> dict:
+    """An errata row with verdict p-values (published, corrected, published adjusted,
+    corrected adjusted) and effects (published, corrected)."""
+    verdict = errata.Verdict(
+        p_published=p[0],
+        p_corrected=p[1],
+        p_published_adjusted=p[2],
+        p_corrected_adjusted=p[3],
+        effect_published=effects[0],
+        effect_corrected=effects[1],
+    )
+    return errata._row(quantity, 1, 1, corrected, "c", "e", cause, verdict)
 
 
 def _summary_table() -> pd.DataFrame:
     rows = [
-        errata._row(
-            "a",
-            1,
-            1,
-            2,
-            "c",
-            "e",
-            "error",
-            errata.Verdict(
-                p_published=0.01,
-                p_corrected=0.2,
-                p_published_adjusted=0.03,
-                p_corrected_adjusted=0.3,
-                effect_published=1,
-                effect_corrected=1,
-            ),
-        ),
-        errata._row(
-            "b",
-            1,
-            1,
-            2,
-            "c",
-            "e",
-            "analysis choice",
-            errata.Verdict(
-                p_published=0.01,
-                p_corrected=0.2,
-                p_published_adjusted=0.06,
-                p_corrected_adjusted=0.3,
-                effect_published=1,
-                effect_corrected=1,
-            ),
-        ),
-        errata._row(
-            "c",
-            1,
-            1,
-            -2,
-            "c",
-            "e",
-            "error",
-            errata.Verdict(
-                p_published=0.001,
-                p_corrected=0.001,
-                p_published_adjusted=0.003,
-                p_corrected_adjusted=0.003,
-                effect_published=1,
-                effect_corrected=-2,
-            ),
-        ),
+        _judged("a", "error", (0.01, 0.2, 0.03, 0.3), (1, 1)),
+        _judged("b", "analysis choice", (0.01, 0.2, 0.06, 0.3), (1, 1)),
+        _judged("c", "error", (0.001, 0.001, 0.003, 0.003), (1, -2), corrected=-2),
         errata._row("d", 1, 1, 2, "c", "e", "not reproducible"),
     ]
     return errata.errata_table(rows)
@@ -503,3 +472,25 @@ def test_change_category_and_summary():
 def test_cause_evidence_is_checked():
     with pytest.raises(ValueError, match="cause_evidence"):
         errata._row("a", 1, 1, 2, "c", "e", "bug")
+
+
+_P = st.one_of(st.just(float("nan")), st.floats(0, 1))
+_E = st.floats(-5, 5, allow_nan=False)
+
+
+@given(pa=_P, pb=_P, ea=_E, eb=_E, alpha=st.sampled_from([0.01, 0.05, 0.1]))
+@settings(max_examples=300, deadline=None)
+def test_change_category_invariants(pa, pb, ea, eb, alpha):
+    v = errata.Verdict(
+        p_published_adjusted=pa, p_corrected_adjusted=pb, effect_published=ea, effect_corrected=eb
+    )
+    row = v.fields(alpha)
+    cat = errata.change_category(row)
+    known = np.isfinite(pa) and np.isfinite(pb)
+    assert (cat == "significance") == (known and (pa < alpha) != (pb < alpha))
+    assert (cat == "direction") == (known and pa < alpha and pb < alpha and ea * eb < 0)
+    if not known:
+        assert cat == "estimate" and (
+            row["significant_published_adjusted"] is None
+            or row["significant_corrected_adjusted"] is None
+        )

@@ -68,3 +68,19 @@ def test_degenerate_components_reads_a_record_or_a_model():
     model = fit_pause_model(gaps)
     rec = {"means_log": model.means_log, "sds_log": model.sds_log, "weights": model.weights}
     assert degenerate_components(gaps, model) == degenerate_components(gaps, rec)
+
+
+def test_figure_names_the_spike_and_the_fallback():
+    import matplotlib.pyplot as plt
+
+    from nonolab.report.figures.pauses import component_names, plot_gap_distribution
+
+    gaps = np.concatenate([small_study_gaps(0), np.full(60, 1.005)])
+    rec = pause_threshold(gaps, **FIT)
+    assert component_names(rec, drags=False) == ["fast", "spike at 1 s", "pause"]
+    assert component_names(rec, drags=True)[0] == "fast (drag)"
+    fig = plot_gap_distribution(gaps, rec, drags=False)
+    labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    plt.close(fig)
+    assert "spike at 1 s" in labels and any(lb.endswith("(fallback)") for lb in labels)
+    assert not any("drag" in lb for lb in labels)

@@ -111,12 +111,18 @@ rule pool_skipped:
         "results/pool/skipped.json",
     log:
         "results/logs/pool/skipped.log",
+    benchmark:
+        "results/bench/rules/pool_skipped.tsv"
+    conda:
+        "../../envs/nonolab.yaml"
+    threads: 1
+    resources:
+        mem_mb=200,
+        runtime=1,
     params:
         reason=POOL_SKIPPED,
-    run:
-        from nonolab.core.tables import write_json
-
-        write_json({"pool": "skipped", "reason": params.reason}, output[0])
+    script:
+        "../../scripts/pool_skipped.py"
 
 
 # The pool follows the study's puzzles (pool_common.smk: study_grid); without one grid size

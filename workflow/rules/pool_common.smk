@@ -7,12 +7,10 @@ POOL_WILDCARDS = {"pool": "|".join(POOLS), "shard": r"\d+"}
 
 
 def study_grid():
-    """Return ``(grid, reason)``: the study's puzzle grid as ``{"height", "width", "filled"}``
-    (its one grid size and the median filled cells of its solutions), or None and why no
-    candidate pool can match the study (several grid sizes, or an unreadable puzzle file).
+    """Return ``(grid, reason)``: the pool grid matching the study's puzzles
+    (nonolab.measure.sweep.study_pool_grid), or None and why no candidate pool can match them.
     """
-    import statistics
-
+    from nonolab.measure.sweep import study_pool_grid
     from nonolab.sat.puzzles import load_study_puzzles
 
     path = study_path("puzzle_file")
@@ -22,21 +20,7 @@ def study_grid():
         Exception
     ) as e:  # the ingest reports it in full; the pool only needs the sizes
         return None, f"the study's puzzle file {path} cannot be read ({e})"
-    sizes = sorted({(p.height, p.width) for p in puzzles})
-    if len(sizes) != 1:
-        listed = ", ".join(f"{h}x{w}" for h, w in sizes)
-        return None, (
-            f"the study's puzzles have {len(sizes)} grid sizes ({listed}): no one candidate "
-            "pool matches them (set config pool.height, pool.width and pool.filled to "
-            "generate one anyway)"
-        )
-    (h, w), solved = sizes[0], [p.solution for p in puzzles if p.solution is not None]
-    filled = [sum(map(sum, s)) for s in solved]
-    return {
-        "height": h,
-        "width": w,
-        "filled": int(statistics.median_low(filled)) if filled else (h * w) // 2,
-    }, None
+    return study_pool_grid(puzzles)
 
 
 STUDY_GRID, POOL_SKIPPED = study_grid()

@@ -46,6 +46,14 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "random puzzles with a fixed number of filled cells and a unique solution",
     ),
     "encode": ("sat", "write a puzzle's CNF as DIMACS"),
+    "serve": (
+        "serve",
+        "run the web study platform for a plan (participants' pages, dashboard, export)",
+    ),
+    "design": (
+        "design",
+        "plan a study: puzzles chosen for power, a balanced schedule, power, a plan",
+    ),
 }
 
 #: commands whose arguments after ``--`` are passed on unparsed, and the namespace attribute
@@ -77,6 +85,7 @@ EXTRAS: dict[str, str] = {
         "pipeline",
     ),
     "matplotlib": "plot",
+    **dict.fromkeys(("starlette", "uvicorn", "sqlalchemy", "psycopg"), "serve"),
     "numba": "fast",
 }
 

@@ -32,14 +32,16 @@ def _num(value: Any) -> float:
 
 
 def fmt(value: Any, digits: int = 3) -> str:
-    """Return a number for a sentence: ``digits`` significant digits, small p-values as
-    ``< 0.001``-free scientific notation (``2.1e-05``); text and missing values unchanged
-    (``"n/a"`` when empty)."""
+    """Return a number for a sentence: a whole number with thousands separators (``29,156``),
+    else ``digits`` significant digits, below ``10**-digits`` in scientific notation
+    (``2.10e-05``); text unchanged, an empty value ``"n/a"``."""
     x = _num(value)
     if math.isnan(x):
         return str(value) if str(value).strip() else "n/a"
     if x == 0:
         return "0"
+    if x.is_integer() and abs(x) < 1e15:
+        return f"{int(x):,}"
     if abs(x) < 10**-(digits):
         return f"{x:.{max(digits - 1, 1)}e}"
     if abs(x) >= 10**6:
@@ -70,8 +72,9 @@ def _load_json(path: Path) -> dict[str, Any] | None:
 def table1_sentences(root: Path, main_solver: str, main_encoding: str) -> list[str]:
     """Sentences on Table 1 (``tables/table1_spearman.csv``): the corrected alignment's Spearman
     rho between the Bradley-Terry difficulty and each metric of the main solver and encoding,
-    with the exact permutation p when the table has one (``perm_p``) and the asymptotic p
-    labelled beside it; then the strongest correlation over every solver and encoding."""
+    with the permutation p named by its method (``p_method``: exact for few puzzles) and the
+    asymptotic p labelled beside it (tables from before ``p_method``: ``perm_p`` and ``bt_p``);
+    then the strongest correlation over every solver and encoding."""
     path = root / "tables" / "table1_spearman.csv"
     if not path.is_file():
         return []
@@ -88,9 +91,15 @@ def table1_sentences(root: Path, main_solver: str, main_encoding: str) -> list[s
         if math.isnan(rho):
             parts.append(f"{row['metric']}: not defined (the metric is the same for every puzzle)")
             continue
-        perm = _num(row.get("perm_p"))
-        if not math.isnan(perm):
-            p_text = f"exact permutation {fmt_p(perm)}; asymptotic {fmt_p(row.get('bt_p'))}"
+        if "p_method" in row and str(row["p_method"]).strip():
+            # bt_p is the permutation p (exact for few puzzles); the asymptotic one beside it
+            p_text = f"{row['p_method'].split(' (')[0]} {fmt_p(row.get('bt_p'))}"
+            if "bt_p_asymptotic" in row:
+                p_text += f"; asymptotic {fmt_p(row.get('bt_p_asymptotic'))}"
+        elif not math.isnan(_num(row.get("perm_p"))):
+            p_text = (
+                f"exact permutation {fmt_p(row.get('perm_p'))}; asymptotic {fmt_p(row.get('bt_p'))}"
+            )
         else:
             p_text = fmt_p(row.get("bt_p"))
         parts.append(f"{row['metric']} rho = {fmt(rho)} ({p_text})")
@@ -215,9 +224,9 @@ def pause_sentences(root: Path) -> list[str]:
     crossing = rec.get("threshold_s")
     fitted = ""
     if crossing is not None and used is not None and abs(float(crossing) - float(used)) > 1e-9:
-        fitted = f"; the fitted crossing is {fmt(crossing)} s"
+        fitted = f"; the fitted crossing is {fmt(crossing, 4)} s"
     out = [
-        f"Pause threshold used: {fmt(used)} s (source: {source}{fitted}), from a "
+        f"Pause threshold used: {fmt(used, 4)} s (source: {source}{fitted}), from a "
         f"{len(rec.get('weights') or [])}-component Gaussian mixture of the log gaps between "
         f"interactions within puzzles ({fmt(rec.get('n_gaps'))} gaps)."
     ]
@@ -244,17 +253,41 @@ def pause_sentences(root: Path) -> list[str]:
     if bits:
         out.append("Fit diagnostics: " + "; ".join(bits) + ".")
     out += _degenerate_sentences(rec)
+    order = rec.get("order_dependence") or {}
+    for name, label in (
+        ("converged", "converged fit"),
+        ("published_settings", "published-settings fit"),
+    ):
+        cross = (order.get(name) or {}).get("crossing_s") or {}
+        if "min" in cross:
+            out.append(
+                f"Data order: over {order.get('n_orders')} random orders of the same gaps the "
+                f"{label}'s crossing ranges from {fmt(cross['min'])} to {fmt(cross['max'])} s "
+                f"(file order: {fmt(cross.get('input_order'))} s)."
+            )
     return out
 
 
 def _degenerate_sentences(rec: Mapping[str, Any]) -> list[str]:
-    """Sentences for every degenerate-component or fallback entry of a threshold record (any
-    top-level key naming ``degenerate`` or ``fallback``, as the record states it)."""
+    """Sentences for the mixture components that collapsed onto a spike of identical gaps
+    (``degenerate_components``) and the fallback threshold (``threshold_fallback``)."""
     out = []
-    for key, value in rec.items():
-        if ("degenerate" in key or "fallback" in key) and value not in (None, False, [], {}):
-            text = value if isinstance(value, str) else json.dumps(value, sort_keys=True)
-            out.append(f"{key.replace('_', ' ').capitalize()}: {text}.")
+    for d in rec.get("degenerate_components") or []:
+        out.append(
+            f"WARNING: mixture component {d.get('component')} (mean {fmt(d.get('mean_s'))} s, "
+            f"weight {fmt(d.get('weight'))}) collapsed onto a spike of identical gaps: "
+            f"{fmt(100 * float(d.get('spike_share') or 0))}% of its gaps equal "
+            f"{fmt(d.get('spike_s'))} s ({', '.join(d.get('reasons') or [])})."
+        )
+    fb = rec.get("threshold_fallback")
+    if fb:
+        if fb.get("ok"):
+            out.append(
+                f"Fallback threshold {fmt(fb.get('threshold_s'), 4)} s: {fb.get('rule')}; "
+                f"{fmt(fb.get('n_removed'))} gaps left out."
+            )
+        else:
+            out.append(f"The fallback found no threshold: {fb.get('why')}.")
     return out
 
 

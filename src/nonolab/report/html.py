@@ -189,20 +189,34 @@ def _anchor(root: Path, path: Path) -> str:
     return "f-" + re.sub(r"[^A-Za-z0-9_-]", "-", rel)
 
 
-def _caption_html(stem: str, root: Path) -> str:
+def _caption_html(stem: str, root: Path, config: dict[str, Any]) -> str:
+    """Return caption template ``stem`` rendered for the study in ``root`` (with ``config``,
+    :func:`caption_context`) as HTML."""
     from nonolab.report.captions import render_caption
 
-    return rst_to_html(render_caption(stem, root))
+    return rst_to_html(render_caption(stem, root, config))
 
 
-def _item_html(root: Path, entry: Entry, path: Path) -> str:
+def caption_context(root: Path) -> dict[str, Any]:
+    """Return the config the captions are rendered with: the shipped config with the study's
+    facts (:func:`nonolab.report.captions.caption_config`) on top of the results folder's study
+    record (``ingest/study.json``: folder, preset, fingerprint), as the workflow gives them."""
+    from nonolab.report.captions import caption_config
+    from nonolab.study.identity import read_results_study
+
+    config = caption_config(root)
+    config["results_study"] = {**(read_results_study(root) or {}), **config["results_study"]}
+    return config
+
+
+def _item_html(root: Path, entry: Entry, path: Path, config: dict[str, Any]) -> str:
     """Return the HTML of one table or figure with its title and caption."""
     anchor = _anchor(root, path)
     title = entry.title
     extra = path.stem.removeprefix(Path(entry.pattern).stem.rstrip("*"))
     if "*" in entry.pattern and extra.strip("_"):
         title = f"{title} ({extra.strip('_').replace('_', ' ')})"
-    caption = _caption_html(entry.caption, root)
+    caption = _caption_html(entry.caption, root, config)
     rel = path.relative_to(root).as_posix()
     source = f'<p class="source">File: <code>{text(rel)}</code></p>'
     if entry.kind == "figure":
@@ -384,11 +398,11 @@ def _datatables_assets() -> tuple[str, str]:
 def render_report(results_dir: str | os.PathLike) -> str:
     """Return the report page (HTML text) for the results in ``results_dir`` (the folder
     holding ``results/``, or the results folder itself)."""
-    from nonolab.report.captions import caption_config, study_facts
+    from nonolab.report.captions import study_facts
 
     root = results_root(results_dir)
     facts = study_facts(root)
-    config = caption_config(root)
+    config = caption_context(root)
     ranking = config.get("ranking", {})
     items: dict[str, list[str]] = {k: [] for k in SECTIONS}
     toc: dict[str, list[tuple[str, str]]] = {k: [] for k in SECTIONS}
@@ -396,7 +410,7 @@ def render_report(results_dir: str | os.PathLike) -> str:
     ledger_anchor = None
     for entry in ENTRIES:
         for path in entry_files(root, entry):
-            items[entry.section].append(_item_html(root, entry, path))
+            items[entry.section].append(_item_html(root, entry, path, config))
             anchor = _anchor(root, path)
             toc[entry.section].append((anchor, entry.title))
             shown.append(path)
@@ -420,7 +434,7 @@ def render_report(results_dir: str | os.PathLike) -> str:
         top.append(("errata-summary", "Errata summary"))
     parts.append(
         '<section id="about"><h2>About this analysis</h2>'
-        f'<div class="caption">{_caption_html("workflow", root)}</div></section>'
+        f'<div class="caption">{_caption_html("workflow", root, config)}</div></section>'
     )
     top.append(("about", "About this analysis"))
     toc_html = "".join(f'<li><a href="#{a}">{text(t)}</a></li>' for a, t in top)

@@ -197,3 +197,20 @@ def power_table(
         for r in rhos
     ]
     return pd.concat(frames, ignore_index=True)
+
+
+def power_table_from_settings(settings: dict, n_puzzles: int, n_participants: int) -> pd.DataFrame:
+    """Return :func:`power_table` of one (puzzles, participants) cell with the workflow's
+    ``simulate.power`` settings (``rho``, ``replications``, ``seed``, ``alpha``, ``methods``,
+    ``missing``, ``per_session``; the last two default to 0.1 and 3)."""
+    return power_table(
+        int(n_puzzles),
+        int(n_participants),
+        settings["rho"],
+        int(settings["replications"]),
+        int(settings["seed"]),
+        alpha=float(settings["alpha"]),
+        methods=settings["methods"],
+        missing=float(settings.get("missing", 0.1)),
+        per_session=int(settings.get("per_session") or 3),
+    )

@@ -34,6 +34,20 @@ from statsmodels.stats.multitest import multipletests
 from nonolab.stats.correlations import bh_fdr
 from nonolab.study.schemas import read_csv
 
+#: The inference rule in words (for the report and the README).
+INFERENCE_RULE = (
+    "Every erratum is judged by one rule: its significance, as published and as corrected, is "
+    "the corrected analysis's own test for that model (Satterthwaite t for the mixed models, "
+    "whose SAT-metric terms are puzzle-level; cluster-robust standard errors by puzzle for OLS "
+    "of a SAT metric on behaviour; the Spearman test over the puzzles; the OLS t of the "
+    "rating-level adjustment models; Mann-Whitney for the themes), applied to the reproduced "
+    "published fit and to the corrected fit, without and with Benjamini-Hochberg adjustment "
+    "within a stated family (the metrics of a table, the behaviour x metric models of a table, "
+    "one model's behaviours or terms). A significance change is one of the adjusted verdict; a "
+    "direction change is a sign change of an effect significant both ways; every other row "
+    "changes an estimate only."
+)
+
 #: Values of ``change_category``, strongest first.
 CHANGE_CATEGORIES: tuple[str, ...] = ("significance", "direction", "estimate")
 #: Values of ``cause_evidence``.
@@ -68,16 +82,8 @@ ERRATA_COLUMNS = [
     "evidence",
 ]
 
-_FLOAT_COLUMNS = {
-    "published",
-    "reproduced_as_published",
-    "corrected",
-    "effect_published",
-    "effect_corrected",
-    "p_published_rule",
-    "p_corrected_rule",
-    "p_published_adjusted",
-    "p_corrected_adjusted",
+_FLOAT_COLUMNS = {"published", "reproduced_as_published", "corrected"} | {
+    c for c in VERDICT_COLUMNS if c.startswith(("effect_", "p_"))
 }
 
 CAUSE_TABLE1 = (
@@ -196,7 +202,8 @@ def errata_summary(errata: pd.DataFrame) -> dict:
     category present, zeros included); ``by_cause`` (cause_evidence -> change_category ->
     rows); ``conclusions_changed`` (rows whose category is significance or direction);
     ``significance_unadjusted`` (rows whose unadjusted verdict under the rule changes);
-    ``unadjusted_only`` (of those, rows whose adjusted verdict does not change)."""
+    ``unadjusted_only`` (of those, the estimate-only rows: the adjusted verdict does not
+    change)."""
     cat = errata["change_category"].astype(str) if len(errata) else pd.Series(dtype=str)
     cause = errata["cause_evidence"].astype(str) if len(errata) else pd.Series(dtype=str)
 
@@ -209,7 +216,7 @@ def errata_summary(errata: pd.DataFrame) -> dict:
         known = a.notna() & b.notna()
         changed = known & (a != b)
         unadj = int(changed.sum())
-        only = int((changed & ~cat.eq("significance")).sum())
+        only = int((changed & cat.eq("estimate")).sum())
     else:
         only = 0
     return {
@@ -245,6 +252,20 @@ def decimals_of(text: str) -> int:
     """Return the number of decimals written in a number ``text`` (e.g. ``"7,387.1"`` -> 1)."""
     text = text.strip().rstrip("%")
     return len(text.split(".")[1]) if "." in text else 0
+
+
+def errata_summary_text(summary: Mapping, alpha: float = 0.05) -> str:
+    """Return the README's and the report's sentence of :func:`errata_summary` counts."""
+    cat, cause = summary["change_category"], summary["cause_evidence"]
+    return (
+        f"Of the {summary['rows']} published numbers that change, "
+        f"{summary['conclusions_changed']} change a stated conclusion under the inference rule "
+        f"({cat['significance']} significance at {alpha:g} after the family's multiplicity "
+        f"adjustment, {cat['direction']} direction) and {cat['estimate']} the estimate only "
+        f"({summary['unadjusted_only']} of them cross {alpha:g} only without the adjustment). "
+        f"By evidence: {cause['error']} error, {cause['analysis choice']} analysis choice, "
+        f"{cause['not reproducible']} not reproducible."
+    )
 
 
 def _row(
@@ -553,7 +574,7 @@ def pause_rows(
     if conv_od:
         evidence += (
             f"; over {od['n_orders']} random orders of the same gaps the converged crossing "
-            f"stays within {conv_od['min']:.4f}-{conv_od['max']:.4f} s"
+            f"stays within {conv_od['min']:.7f}-{conv_od['max']:.7f} s"
         )
     k = len(conv["means_log"])
     items = [
@@ -589,7 +610,7 @@ def pause_rows(
         if span is not None:
             lo, hi = span
             row_evidence += (
-                f"; the published settings give {lo:,.{dec}f} to {hi:,.{dec}f} over "
+                f"; the published settings give {lo:,.{dec + 1}f} to {hi:,.{dec + 1}f} over "
                 f"{od['n_orders']} random orders of the same gaps"
             )
             if round(lo, dec) != round(hi, dec):

@@ -232,6 +232,12 @@ def _ingest_study(study_dir: str | Path, preset: Preset) -> IngestResult:
     ptab = puzzles_table(puzzles)
     by_label = {p.label: p for p in puzzles}
     sources = log_sources(study_dir, preset)
+    if sources and not any(s.read for s in sources):
+        listed = "; ".join(f"{s.rel} ({s.reason})" for s in sources[:5])
+        raise StudyError(
+            f"no log file under {study_dir} is read with the preset {preset.name} globs "
+            f"{preset.get('log_globs')}: {listed}"
+        )
     if not sources:
         raise StudyError(
             f"no log files under {study_dir} match the preset {preset.name} globs "
@@ -266,7 +272,7 @@ def _ingest_study(study_dir: str | Path, preset: Preset) -> IngestResult:
             counts["events_excluded"] += out["n_lines"]
             counts["files_excluded"] += 1
             continue
-        ledger.rows += out["ledger"]
+        ledger.rows += [_name_puzzle_file(r, preset.puzzle_file) for r in out["ledger"]]
         key = out.get("start_key")
         if key is not None and src.participant_id is not None:
             if key in first_with_start:
@@ -340,6 +346,15 @@ def _lookalike_participants(sources: list[LogSource], ledger: _Ledger) -> None:
             "letter case: two participants; exclude one in the preset if they are one person"
         )
         ledger.add("file", src.rel, second, why, "kept")
+
+
+def _name_puzzle_file(row: dict[str, str], puzzle_file: str) -> dict[str, str]:
+    """Return ledger ``row`` with "the puzzle file" in its reason followed by the file's path
+    (relative to the study), so that a problem caused by an edit of the puzzle file names it."""
+    reason = row["reason"]
+    if reason.endswith("not in the puzzle file"):
+        return row | {"reason": f"{reason} {puzzle_file}"}
+    return row
 
 
 def _summary(

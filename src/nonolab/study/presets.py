@@ -523,10 +523,11 @@ def _find_logs(
                     )
                 elif name not in dirs:
                     others[rel] = path
-    # any other file next to the logs read (a renamed log: .txt, .bak, no extension)
+    # any other file next to the logs read (a renamed log: .txt, .bak, no extension), or in
+    # the glob folders when no log is found there
     log_folders = {rel.rpartition("/")[0] for rel in found}
     for rel, path in others.items():
-        if rel.rpartition("/")[0] in log_folders:
+        if rel.rpartition("/")[0] in log_folders or not found:
             why = (
                 f"a file in a log folder that no log glob {globs} matches (a renamed log? "
                 "rename it or add a glob; not a log? move it out of the folder)"

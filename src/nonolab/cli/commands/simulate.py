@@ -6,21 +6,13 @@ import argparse
 import json
 from pathlib import Path
 
-from nonolab.cli.options import non_negative_int, positive_int
+from nonolab.cli.options import grid_size, non_negative_int, positive_int
 from nonolab.core.progress import Progress
 from nonolab.core.tables import write_text
 from nonolab.sim.design import SURVEYS, StudyDesign, design_preset, reshape_study
 from nonolab.sim.events import simulate_study
 from nonolab.sim.model import FAULTS, METRICS, SimParams, params_from_mapping
 from nonolab.sim.writer import write_study
-
-
-def _size(text: str) -> tuple[int, int]:
-    try:
-        h, w = (int(x) for x in text.lower().split("x"))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"size must look like 10x10, got {text!r}") from None
-    return h, w
 
 
 def _per_session(text: str) -> tuple[int, int]:
@@ -127,7 +119,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--puzzles", type=positive_int, default=6, help="distinct puzzles")
     p.add_argument("--seed", type=int, default=0, help="seed of every random draw")
-    p.add_argument("--size", type=_size, default=(10, 10), help="HxW (default 10x10)")
+    p.add_argument("--size", type=grid_size, default=(10, 10), help="HxW (default 10x10)")
     p.add_argument(
         "--filled", type=non_negative_int, default=None, help="filled cells (default: half)"
     )
