@@ -230,6 +230,8 @@ def run_design(
     metrics = list(s.selection_metrics)
     if s.primary_metric not in metrics:
         metrics = [s.primary_metric, *metrics]
+    if s.n_puzzles <= len(metrics):  # too few puzzles to separate every metric
+        metrics = [s.primary_metric]
     ks = sorted(set(s.k_curve) | {s.n_puzzles})
     # a K too small to separate every metric is chosen for the primary metric alone
     chosen = {
