@@ -18,6 +18,7 @@ EXPECTED = {
     "generate",
     "encode",
     "simulate",
+    "design",
 }
 
 
