@@ -21,6 +21,7 @@ EXPECTED = {
     "generate",
     "encode",
     "simulate",
+    "design",
 }
 
 
