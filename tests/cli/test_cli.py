@@ -21,7 +21,6 @@ EXPECTED = {
     "generate",
     "encode",
     "simulate",
-    "design",
 }
 
 
