@@ -5,14 +5,15 @@ import logging
 import pandas as pd
 
 from nonolab.core.tables import write_table
+from nonolab.study.schemas import read_csv
 
 logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, format="%(message)s", force=True)
 log = logging.getLogger("power_merge")
 
 cfg = snakemake.params.settings
 # `design`: "grid" for the configured cells, "study" for the study's own design
-frames = [pd.read_csv(p).assign(design="grid") for p in snakemake.input.grid]
-study = pd.read_csv(snakemake.input.study)
+frames = [read_csv(p).assign(design="grid") for p in snakemake.input.grid]
+study = read_csv(snakemake.input.study)
 if len(study):
     frames.append(study.assign(design="study"))
 table = pd.concat(frames, ignore_index=True)

@@ -13,9 +13,17 @@ REPO = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
 SNAKEFILES = [REPO / "Snakefile", *sorted((REPO / "workflow" / "rules").glob("*.smk"))]
 #: target rules: inputs only, no output, nothing to time
-TARGET_RULES = {"all", "figures", "pool", "pool_paper", "paper"}
+TARGET_RULES = {"all", "figures", "pool", "pool_paper", "paper", "design"}
 #: rules the paper target must not plan (prefixes)
-NOT_PAPER = ("power_", "recovery", "pool_", "line_metrics", "fig_", "threshold_sensitivity")
+NOT_PAPER = (
+    "power_",
+    "recovery",
+    "pool_",
+    "line_metrics",
+    "fig_",
+    "threshold_sensitivity",
+    "design",
+)
 
 
 def _rule_blocks() -> dict[str, str]:

@@ -58,7 +58,7 @@ rule published_pool:
         solver=config["ranking"]["main_solver"],
         encoding=config["ranking"]["main_encoding"],
         rating=config["ranking"]["rating"],
-        per_session=PRESET["puzzles_per_session"],
+        per_session=sorted(_PRESET.session_sizes),
     script:
         "../../scripts/published_pool.py"
 

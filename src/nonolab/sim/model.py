@@ -257,16 +257,22 @@ def generate_unique_puzzles(
     return out
 
 
-def ordered_triples(n_puzzles: int, n_sessions: int, rng: np.random.Generator) -> list[list[int]]:
-    """Return ``n_sessions`` ordered triples of distinct puzzle ids, balanced over puzzles.
+def ordered_triples(
+    n_puzzles: int, n_sessions: int, rng: np.random.Generator, k: int = 3
+) -> list[list[int]]:
+    """Return ``n_sessions`` ordered ``k``-tuples (triples by default) of distinct puzzle ids,
+    balanced over puzzles.
 
-    Each session gets the three least-served puzzles so far (ties broken at random) in random
-    order, so every puzzle is served equally often up to one.
+    Each session gets the ``k`` least-served puzzles so far (ties broken at random) in random
+    order, so every puzzle is served equally often up to one. Raises ``ValueError`` when
+    ``k`` is not between 1 and ``n_puzzles``.
     """
+    if not 1 <= k <= n_puzzles:
+        raise ValueError(f"a session of {k} puzzles needs 1 <= k <= {n_puzzles} puzzles")
     counts = np.zeros(n_puzzles)
     out: list[list[int]] = []
     for _ in range(n_sessions):
-        pick = np.argsort(counts + rng.random(n_puzzles), kind="stable")[:3]
+        pick = np.argsort(counts + rng.random(n_puzzles), kind="stable")[:k]
         counts[pick] += 1
         out.append([int(x) for x in rng.permutation(pick)])
     return out

@@ -827,3 +827,84 @@ def _fit_subsample(
         raise ValueError(f"max_fit_gaps must be a positive number of gaps, got {max_fit_gaps}")
     keep = np.sort(np.random.default_rng(seed).choice(len(gaps_s), max_fit_gaps, replace=False))
     return gaps_s[keep], {"n_gaps": len(gaps_s), "n_fitted": int(max_fit_gaps), "seed": seed}
+
+
+#: Columns of ``results/tables/pause_order_dependence.csv`` (:func:`order_dependence`).
+ORDER_COLUMNS = [
+    "order",
+    "fit",
+    "crossing_s",
+    "delta_bic_2_vs_1",
+    "delta_bic_3_vs_1",
+    "log_likelihood",
+    "n_iter",
+]
+
+
+def order_dependence(
+    gaps_s: Sequence[float] | np.ndarray,
+    *,
+    n_orders: int = 20,
+    seed: int = 0,
+    components: int = 3,
+    n_init: int = 10,
+    random_state: int = 42,
+    converged: dict | None = None,
+) -> tuple[list[dict], dict]:
+    """Refit the pause mixtures to the same gaps in ``n_orders`` random orders and return
+    ``(rows, summary)``: how much the published-settings fit (EM tolerance
+    :data:`PUBLISHED_EM_TOL`, stopped early) and the checked converged fit
+    (:func:`fit_converged_pause_model` with the keyword arguments in ``converged``; its
+    ``random_state_checks`` key is ignored) depend on the order of the gaps.
+
+    The k-means starts draw from ``random_state`` but see the gaps in another order, so the
+    early-stopped fit starts elsewhere and stops elsewhere; a fit at the optimum should not move.
+    Order 0 is the input order; orders 1..``n_orders`` are permutations drawn in sequence from
+    ``numpy.random.default_rng(seed)``. ``rows``: per order and fit (``published_settings``,
+    ``converged``): ``crossing_s`` (seconds), ``delta_bic_2_vs_1`` and ``delta_bic_3_vs_1``
+    (BIC(1) - BIC(k); missing beyond ``components``), ``log_likelihood`` (total, natural log),
+    ``n_iter``. ``summary``: ``n_orders``, ``seed``, and per fit the input-order value, the
+    minimum and maximum over the random orders of the crossing and of each delta BIC, and the
+    number of random orders in which delta BIC(2 vs 1) is negative.
+    """
+    gaps = np.asarray(gaps_s, dtype=float)
+    opts = {k: v for k, v in (converged or {}).items() if k != "random_state_checks"}
+    tol, max_iter, verify = _converged_settings(opts)
+    rng = np.random.default_rng(seed)
+    orders = [np.arange(len(gaps))] + [rng.permutation(len(gaps)) for _ in range(n_orders)]
+    rows: list[dict] = []
+    for i, perm in enumerate(orders):
+        data = _Gaps(gaps[perm], components)
+        fits = {
+            "published_settings": _fit_models(
+                data, components, n_init, random_state, PUBLISHED_EM_TOL, 2000
+            ),
+            "converged": _fit_models(data, components, n_init, random_state, tol, max_iter, verify),
+        }
+        for name, m in fits.items():
+            rows.append(
+                {
+                    "order": i,
+                    "fit": name,
+                    "crossing_s": float(m.threshold_s),
+                    "delta_bic_2_vs_1": float(m.delta_bic_vs_1.get(2, np.nan)),
+                    "delta_bic_3_vs_1": float(m.delta_bic_vs_1.get(3, np.nan)),
+                    "log_likelihood": float(m.log_likelihood),
+                    "n_iter": int(m.n_iter),
+                }
+            )
+    summary: dict = {"n_orders": int(n_orders), "seed": int(seed), "input_order": 0}
+    for name in ("published_settings", "converged"):
+        mine = [r for r in rows if r["fit"] == name]
+        first, rest = mine[0], mine[1:]
+        entry: dict = {}
+        for col in ("crossing_s", "delta_bic_2_vs_1", "delta_bic_3_vs_1"):
+            vals = np.array([r[col] for r in rest], dtype=float)
+            entry[col] = {
+                "input_order": first[col],
+                "min": float(np.nanmin(vals)) if np.isfinite(vals).any() else float("nan"),
+                "max": float(np.nanmax(vals)) if np.isfinite(vals).any() else float("nan"),
+            }
+        entry["orders_delta_bic_2_negative"] = int(sum(r["delta_bic_2_vs_1"] < 0 for r in rest))
+        summary[name] = entry
+    return rows, summary

@@ -187,17 +187,19 @@ def selection_representativeness(
 def ordered_selections(
     attempts: pd.DataFrame,
     n_puzzles: int,
-    per_session: int,
+    per_session: int | Sequence[int],
     schedule: Sequence | None = None,
     schedule_idx: Sequence | None = None,
 ) -> dict[str, int | bool]:
     """Return counts of the puzzle sequences the sessions were served.
 
-    ``attempts``: ``participant_id``, ``order``, ``puzzle_id``. Keys: ``participants``,
+    ``attempts``: ``participant_id``, ``order``, ``puzzle_id``. ``per_session``: the number of
+    puzzles a session serves, or every number allowed (variable sessions: the possible counts
+    are summed over them). Keys: ``participants``,
     ``distinct_ordered`` (distinct sequences by ``order``), ``possible_ordered``
     (``n_puzzles P per_session``), ``distinct_unordered`` (distinct puzzle sets),
     ``possible_unordered`` (``n_puzzles C per_session``), ``complete_sessions`` (participants
-    with ``per_session`` attempts), when a ``schedule`` (list of sequences) is given,
+    with an allowed number of attempts), when a ``schedule`` (list of sequences) is given,
     ``schedule_size`` and ``all_in_schedule``, and when the sessions' ``schedule_idx``
     (pointers into it; missing values ignored) are given, ``distinct_schedule_idx`` and
     ``max_schedule_idx``.
@@ -207,13 +209,14 @@ def ordered_selections(
         .groupby("participant_id")["puzzle_id"]
         .apply(lambda s: tuple(str(x) for x in s))
     )
+    sizes = [per_session] if isinstance(per_session, int) else sorted(set(per_session))
     out: dict[str, int | bool] = {
         "participants": len(seq),
-        "complete_sessions": int((seq.map(len) == per_session).sum()),
+        "complete_sessions": int(seq.map(len).isin(sizes).sum()),
         "distinct_ordered": seq.nunique(),
-        "possible_ordered": math.perm(n_puzzles, per_session),
+        "possible_ordered": sum(math.perm(n_puzzles, k) for k in sizes),
         "distinct_unordered": seq.map(lambda t: tuple(sorted(t))).nunique(),
-        "possible_unordered": math.comb(n_puzzles, per_session),
+        "possible_unordered": sum(math.comb(n_puzzles, k) for k in sizes),
     }
     if schedule is not None:
         known = {tuple(str(x) for x in s) for s in schedule}

@@ -224,6 +224,13 @@ def _strongly_connected_batch(adj: np.ndarray) -> np.ndarray:
     return (labels == labels[:, :1]).all(axis=1)
 
 
+def strongly_connected_batch(adj: np.ndarray) -> np.ndarray:
+    """Return, per boolean adjacency matrix of ``adj`` (graphs x n x n), whether the win graph
+    is strongly connected, i.e. whether its Bradley-Terry ML estimate exists
+    (:func:`fit_log_strengths` raises :class:`NotStronglyConnectedError` otherwise)."""
+    return _strongly_connected_batch(np.asarray(adj, dtype=bool))
+
+
 def _stationary_batch(chain: np.ndarray) -> np.ndarray:
     """Return the stationary distributions (rows scaled to sum ``n``) of the generators
     ``chain`` (batch x n x n, zero row sums), as ``choix.utils.statdist`` does for one: the last

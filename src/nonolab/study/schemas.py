@@ -26,7 +26,7 @@ import pandera.pandas as pa
 import yaml
 from pandera.errors import SchemaError, SchemaErrorReason, SchemaErrors
 
-from nonolab.core.tables import write_table
+from nonolab.core.tables import csv_read_options, is_text_column, restore_cells, write_table
 from nonolab.study.presets import SCHEMA_DIR
 
 
@@ -250,6 +250,21 @@ def _explain(e: SchemaError | SchemaErrors, df: pd.DataFrame, name: str) -> str:
     return str(e)
 
 
+def read_csv(
+    path: str | os.PathLike, text: Any = (), dtype: dict[str, Any] | None = None
+) -> pd.DataFrame:
+    """Return a CSV table written by :func:`nonolab.core.tables.write_table`, read back as it
+    was written: id columns (``id``, ``*_id``) and the columns named in ``text`` are text with
+    no missing values (``NA``, ``null``, ``nan``, ``None`` and the empty cell stay text), the
+    other columns as pandas infers them (``dtype`` overrides), and cells neutralised for
+    spreadsheets are restored (:func:`nonolab.core.tables.restore_cell`). The one reader of
+    our CSV tables (:func:`nonolab.core.tables.csv_read_options`)."""
+    header = pd.read_csv(path, nrows=0).columns
+    opts = csv_read_options(header, text)
+    opts["dtype"] = dict(dtype or {}) | opts["dtype"]
+    return restore_cells(pd.read_csv(path, **opts))
+
+
 def read_table(path: str | os.PathLike, name: str) -> pd.DataFrame:
     """Return table ``name`` read from ``path`` (``.csv`` or ``.parquet``), validated.
 
@@ -264,8 +279,16 @@ def read_table(path: str | os.PathLike, name: str) -> pd.DataFrame:
         df = pd.read_parquet(path)
         validate_table(df, name)
         return df
-    strings = {c: str for c, p in props.items() if _types(p)[0] == "string" and not p.get("format")}
-    df = pd.read_csv(path, dtype=strings, keep_default_na=True)
+    strings = [
+        c for c, p in props.items() if _types(p) == ("string", False) and not p.get("format")
+    ]
+    nullable = {
+        c for c, p in props.items() if _types(p) == ("string", True) and not p.get("format")
+    }
+    df = read_csv(path, text=strings, dtype=dict.fromkeys(nullable, str))
+    for col in strings:  # an empty cell is missing (refused below), but not in an id column
+        if col in df and not is_text_column(col):
+            df[col] = df[col].mask(df[col] == "")
     for col, prop in props.items():
         dt = _dtype(prop, "read")
         if col in df and dt is not None and str(df[col].dtype) != dt:
@@ -290,6 +313,7 @@ __all__ = [
     "TableSchemaError",
     "coerce_table",
     "columns",
+    "read_csv",
     "read_table",
     "table_schema",
     "validate_table",
