@@ -85,7 +85,6 @@ GLOBAL_OPS = (
 #: (so that it checks everything else), each kept as an open regression case
 #: (tests/contract/regressions/, a strict xfail) and listed in docs/bad-input.md
 OPEN_OPS = {
-    "coded_drop_row": "no check that every logged rating reason has a coded-responses row",
     "clock_jump_between_attempts": "a forward clock jump between two attempts (or after the last)"
     " is not ledgered: only absolute times change, durations do not",
 }

@@ -153,7 +153,23 @@ def test_response_of_an_unknown_participant_is_excluded(tmp_path):
     rows[0]["source_file"] = "p9.ndjson"
     _write(tmp_path, rows)
     led = _coded_rows(_ingest(tmp_path))
-    assert (
-        list(led["action"]) == ["excluded"]
-        and "not an analysed participant" in led.iloc[0]["reason"]
-    )
+    row = led[led["source"] == f"{CODED}:2"]
+    assert list(row["action"]) == ["excluded"]
+    assert "not an analysed participant" in row.iloc[0]["reason"]
+    # and p1's rating reason of puzzle 0 is now uncoded
+    assert led[led["source"] == CODED]["reason"].str.contains("puzzle\\(s\\) \\['0'\\]").all()
+
+
+@pytest.mark.parametrize("drop", [0, 1])
+def test_dropped_coded_row_is_a_problem(tmp_path, drop):
+    """A rating reason the logs hold but the coded file does not code: a row naming the
+    coded file (the theme tests would change silently)."""
+    write_doc_example(tmp_path)
+    rows = _rows(tmp_path)
+    del rows[drop]
+    _write(tmp_path, rows)
+    led = _coded_rows(_ingest(tmp_path))
+    assert list(led["source"]) == [CODED] and list(led["action"]) == ["kept"]
+    assert f"for puzzle(s) ['{drop}']" in led.iloc[0]["reason"]
+    problems = validate_study(tmp_path, str(tmp_path / "preset.yaml"))["problems"]
+    assert [p["file"] for p in problems if p["file"] == CODED] == [CODED]

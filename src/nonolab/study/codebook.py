@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import csv
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections import Counter
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from pathlib import Path
 
 import yaml
@@ -142,6 +143,7 @@ def check_coded_themes(
     known_codes: set[str] | None,
     rel: str,
     ratings: SessionRatings | None = None,
+    log_reasons: Mapping[str, Collection[str]] | None = None,
 ) -> list[dict[str, str]]:
     """Return ledger rows for a coded-responses CSV (one 0/1 ``code_*`` column per code).
 
@@ -152,12 +154,14 @@ def check_coded_themes(
     whose rating is out of range; one that disagrees with the logs is kept
     (:func:`coded_rating_problem`). Ledgered as well: a column that
     is neither read, informational nor a code (kept, not read), a ``code_*`` column or
-    ``codes_str`` entry that is not a known code, a code value other than 0/1. Rows carry
+    ``codes_str`` entry that is not a known code, a code value other than 0/1, and, with
+    ``log_reasons`` (participant id -> puzzle ids with a rating reason in the logs), a logged
+    rating reason that no coded row codes (a dropped row; kept, naming the file). Rows carry
     ``file:line`` (CSV record end line). Raises :class:`StudyError` naming the file if it
     lacks a required column or is not UTF-8 CSV.
     """
     try:
-        return _check_coded_themes(path, participant_ids, known_codes, rel, ratings)
+        return _check_coded_themes(path, participant_ids, known_codes, rel, ratings, log_reasons)
     except (UnicodeDecodeError, csv.Error) as exc:
         raise StudyError(f"{rel}: not a UTF-8 CSV coded-themes file ({exc})") from None
 
@@ -168,8 +172,11 @@ def _check_coded_themes(
     known_codes: set[str] | None,
     rel: str,
     ratings: SessionRatings | None,
+    log_reasons: Mapping[str, Collection[str]] | None = None,
 ) -> list[dict[str, str]]:
     out: list[dict[str, str]] = []
+    coded_reasons: dict[str, set[str]] = {}
+    mislabelled: Counter[str] = Counter()
     with open(path, encoding="utf-8", newline="") as fh:
         reader = csv.DictReader(fh)
         fields = reader.fieldnames or []
@@ -228,6 +235,11 @@ def _check_coded_themes(
                     )
                 )
                 continue
+            if rec.get("response_kind") == "rating_reason":
+                label = coded_puzzle_label(rec.get("puzzle_id"))
+                coded_reasons.setdefault(stem, set()).add(label)
+                if ratings is not None and label not in ratings.get(stem, {label: None}):
+                    mislabelled[stem] += 1
             if ratings is not None:
                 problem = coded_rating_problem(
                     stem,
@@ -248,6 +260,16 @@ def _check_coded_themes(
             for x in named:
                 if x not in cols or (known_codes is not None and x not in known_codes):
                     out.append(_lrow("line", where, stem, f"codes_str names unknown code {x!r}"))
+    for pid, logged in sorted((log_reasons or {}).items()):
+        uncoded = sorted(set(logged) - coded_reasons.get(pid, set()))
+        # a rating reason coded under a puzzle the session did not serve (ledgered above)
+        # stands for one of them
+        if len(uncoded) > mislabelled[pid]:
+            why = (
+                f"the logs hold a rating reason of {pid} for puzzle(s) {uncoded} that no coded "
+                "row codes (a row left out?): the theme tests see only the coded ones"
+            )
+            out.append(_lrow("file", rel, pid, why, "kept"))
     return out
 
 
@@ -263,6 +285,7 @@ def coded_themes_ledger(
     participant_ids: set[str],
     ratings: SessionRatings | None = None,
     outside_links: bool = False,
+    log_reasons: Mapping[str, Collection[str]] | None = None,
 ) -> tuple[list[dict[str, str]], Path | None]:
     """Return the ledger rows of the study's coded-responses file and that file's path.
 
@@ -282,7 +305,9 @@ def coded_themes_ledger(
         return [], None
     book = path("codebook")
     known = codebook_codes(book) if book is not None and book.is_file() else None
-    rows = check_coded_themes(coded, participant_ids, known, themes["coded_responses"], ratings)
+    rows = check_coded_themes(
+        coded, participant_ids, known, themes["coded_responses"], ratings, log_reasons
+    )
     return rows, coded
 
 

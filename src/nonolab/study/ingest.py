@@ -306,12 +306,17 @@ def _ingest_study(study_dir: str | Path, preset: Preset) -> IngestResult:
         text_rows += res["texts"]
 
     pids = {r["participant_id"] for r in part_rows}
+    log_reasons: dict[str, set[str]] = {}  # participant -> puzzles with a logged rating reason
+    for r in text_rows:
+        if r["question"] == "rating_reason":
+            log_reasons.setdefault(r["participant_id"], set()).add(r["puzzle_id"])
     theme_rows, coded = coded_themes_ledger(
         study_dir,
         preset.get("themes") or {},
         pids,
         session_ratings(rating_rows),
         bool(preset.get(OUTSIDE_LINKS, False)),
+        log_reasons,
     )
     if coded is not None:
         inputs.append(coded)
