@@ -179,8 +179,12 @@ def apply_log_op(m: Mutated, op: dict[str, Any]) -> None:
         struct = [j for j in idx if any(s in lines[j] for s in STRUCTURAL)]
         if struct:
             del lines[struct[a % len(struct)]]
-    elif name == "swap_lines":
+    elif name == "swap_lines":  # two lines with different times (or one without a time):
+        # two events logged at the same instant in the other order are another valid file
         j = idx[(a + 1) % len(idx)]
+        ti, tj = _time(_obj(lines[i])), _time(_obj(lines[j]))
+        if ti is not None and ti == tj:
+            return
         lines[i], lines[j] = lines[j], lines[i]
     elif name == "truncate_line":
         if len(lines[i]) > 1:
