@@ -40,6 +40,8 @@ LOGS = "backend/logs"
 PUZZLES = "nonograms_6.json"
 CODED = "riyad-analysis/derived/coded_responses.csv"
 THRESHOLD_S = 2.36
+#: columns of the events table that hold a line's position in its file
+POSITION_COLUMNS = ("line_no", "seq", "drag_id")
 DERIVED = ("events", "attempts", "participants", "ratings", "survey_texts", "puzzles")
 
 #: operators on one log file
@@ -179,12 +181,8 @@ def apply_log_op(m: Mutated, op: dict[str, Any]) -> None:
         struct = [j for j in idx if any(s in lines[j] for s in STRUCTURAL)]
         if struct:
             del lines[struct[a % len(struct)]]
-    elif name == "swap_lines":  # two lines with different times (or one without a time):
-        # two events logged at the same instant in the other order are another valid file
+    elif name == "swap_lines":
         j = idx[(a + 1) % len(idx)]
-        ti, tj = _time(_obj(lines[i])), _time(_obj(lines[j]))
-        if ti is not None and ti == tj:
-            return
         lines[i], lines[j] = lines[j], lines[i]
     elif name == "truncate_line":
         if len(lines[i]) > 1:
@@ -534,6 +532,9 @@ def _canonical(df: pd.DataFrame, origin: dict[str, str], pids: set[str] | None) 
         df["participant_id"] = df["participant_id"].map(lambda v: ids.get(v, v))
     if "source_file" in df:
         df["source_file"] = df["source_file"].map(lambda v: paths.get(v, v))
+    # positions in the file (line number, order of reading, a drag's line) are provenance, not
+    # results: two lines exchanged without breaking the time order move them and nothing else
+    df = df.drop(columns=[c for c in POSITION_COLUMNS if c in df.columns])
     return df.to_csv(index=False)
 
 
