@@ -13,13 +13,9 @@ POWER = simulate_settings("power")
 
 
 def preset_per_session():
-    """Puzzles per session the preset names: its number, or the largest of a list or range."""
-    value = PRESET.get("puzzles_per_session", 3)
-    if isinstance(value, dict):
-        value = value.get("max", value.get("min", 3))
-    if isinstance(value, list):
-        value = max(value)
-    return int(value)
+    """Puzzles per session the preset names: its number, or the largest of a set or range
+    (nonolab.study.presets.Preset.puzzles_per_session)."""
+    return _PRESET.puzzles_per_session
 
 
 # Each simulated participant rates the study's number of puzzles per session (config
