@@ -38,6 +38,8 @@ from nonolab.report.catalogue import ENTRIES, SECTIONS, Entry
 INTERACTIVE_ROWS = 20
 #: text cells longer than this are clipped on screen (whole text in the cell and its title)
 CLIP_CHARS = 40
+#: a table shows at most this many rows (the file has them all)
+MAX_ROWS = 5000
 #: rows per page of a paged table
 PAGE_LENGTH = 25
 #: columns the provenance appendix reads from each sidecar
@@ -237,7 +239,14 @@ def _item_html(root: Path, entry: Entry, path: Path, config: dict[str, Any]) -> 
         table = html_table(["quantity", "value"], _flatten(record), anchor + "-table")
     else:
         t = headline.read_table(path)
-        table = html_table([str(c) for c in t.columns], t.itertuples(index=False), anchor + "-t")
+        table = html_table(
+            [str(c) for c in t.columns], t.head(MAX_ROWS).itertuples(index=False), anchor + "-t"
+        )
+        if len(t) > MAX_ROWS:
+            table = (
+                f'<p class="note">The first {MAX_ROWS:,} of {len(t):,} rows; the whole table '
+                f"is the file below.</p>{table}"
+            )
     return (
         f'<section class="item table" id="{anchor}"><h3>{text(title)}</h3>'
         f'<div class="caption">{caption}</div>{table}{source}</section>'
