@@ -42,8 +42,6 @@ CLIP_CHARS = 40
 MAX_ROWS = 5000
 #: rows per page of a paged table
 PAGE_LENGTH = 25
-#: columns the provenance appendix reads from each sidecar
-_PROVENANCE_KEYS = ("inputs", "params", "seeds")
 
 
 # ---------------------------------------------------------------- escaping
