@@ -31,6 +31,7 @@ include: "workflow/rules/models.smk"
 include: "workflow/rules/behaviour_regressions.smk"
 include: "workflow/rules/figures.smk"
 include: "workflow/rules/simulate.smk"
+include: "workflow/rules/design.smk"
 
 
 rule all:

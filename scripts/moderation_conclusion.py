@@ -7,6 +7,7 @@ import pandas as pd
 
 from nonolab.core.tables import write_table
 from nonolab.stats.conclusion import conclusion_sentences, moderation_conclusion
+from nonolab.study.schemas import read_csv
 
 logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, format="%(message)s")
 log = logging.getLogger("moderation_conclusion")
@@ -18,7 +19,7 @@ def read(key: str) -> pd.DataFrame | None:
     if key not in inp.keys():
         log.info("no %s table (preset %s): its rows are left out", key, p.preset)
         return None
-    return pd.read_csv(inp[key])
+    return read_csv(inp[key])
 
 
 table, summary = moderation_conclusion(

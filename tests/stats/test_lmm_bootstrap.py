@@ -290,3 +290,36 @@ def test_behaviour_models_p_boot_is_bootstrap_p_with_missing_values(monkeypatch)
         np.testing.assert_array_equal(seen[k].z_null, ref.z_null)
         assert seen[k].z_observed == ref.z_observed
         assert row["p_boot"] == ref.p_boot and row["n_boot"] == ref.n_valid == 15
+
+
+def test_satterthwaite_batch_equals_single_fits() -> None:
+    """satterthwaite_df_batch on batched fits gives satterthwaite_df of fit_crossed fits."""
+    from nonolab.stats.lmm import (
+        fit_crossed,
+        reml_fit_batch,
+        satterthwaite_df,
+        satterthwaite_df_batch,
+    )
+
+    rng = np.random.default_rng(8)
+    n_p, n_q = 30, 8
+    q = np.array([rng.choice(n_q, 3, replace=False) for _ in range(n_p)])
+    pc, qc = np.repeat(np.arange(n_p), 3), q.ravel()
+    x, e = rng.standard_normal(n_q), rng.standard_normal(n_p)
+    X = np.column_stack([np.ones(len(qc)), x[qc], e[pc], x[qc] * e[pc]])
+    Y = (
+        X @ [3, 0.3, -0.1, 0.1]
+        + rng.normal(0, 0.5, (5, n_p))[:, pc]
+        + rng.normal(0, 0.4, (5, n_q))[:, qc]
+        + rng.normal(0, 0.8, (5, len(qc)))
+    )
+    _, _, var, _, ok = reml_fit_batch(Y, X, [pc, qc])
+    assert ok.all()
+    df = satterthwaite_df_batch(Y, X, [pc, qc], var, [0, 0, 0, 1])
+    for b in range(len(Y)):
+        d = pd.DataFrame(
+            {"y": Y[b], "x": X[:, 1], "e": X[:, 2], "participant_id": pc.astype(str),
+             "puzzle_hash": qc.astype(str)}
+        )  # fmt: skip
+        want = satterthwaite_df(fit_crossed(d, "y ~ x * e"), "x:e")
+        assert df[b] == pytest.approx(want, rel=1e-5) if np.isfinite(want) else np.isnan(df[b])

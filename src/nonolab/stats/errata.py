@@ -32,6 +32,7 @@ import pandas as pd
 from statsmodels.stats.multitest import multipletests
 
 from nonolab.stats.correlations import bh_fdr
+from nonolab.study.schemas import read_csv
 
 #: The inference rule in words (for the report and the README).
 INFERENCE_RULE = (
@@ -1138,7 +1139,7 @@ def study_errata(
     table), the theme FDR family and the count of ordered selections served."""
     rows: list[dict] = []
     if "table1" in published:
-        erratum = pd.read_csv(inputs["table1_erratum"])
+        erratum = read_csv(inputs["table1_erratum"])
         rows += table1_rows(erratum, pd.read_csv(inputs["table1"]), alpha=alpha)
     if "pause_report" in published:
         with open(inputs["threshold"], encoding="utf-8") as fh:
@@ -1148,17 +1149,17 @@ def study_errata(
         log(f"published pause numbers: {published_pauses}")
         rows += pause_rows(record, published_pauses, alpha=alpha)
     if "bt_strengths" in published:
-        strengths = pd.read_csv(inputs["strengths"], dtype={"puzzle_id": str})
+        strengths = read_csv(inputs["strengths"], dtype={"puzzle_id": str})
         pub = pd.read_csv(inputs["bt_published"], dtype={"puzzle_id": str})
         found = bootstrap_rows(strengths, pub, alpha=alpha)
         if not found and "ci_low_published_semantics" not in strengths.columns:
             log("bt_strengths.csv has no published-semantics intervals: no bootstrap rows")
         rows += found
     for key in aligned:
-        ours, pub = pd.read_csv(inputs[f"ours_{key}"]), pd.read_csv(inputs[key])
+        ours, pub = read_csv(inputs[f"ours_{key}"]), pd.read_csv(inputs[key])
         rows += ALIGNED_TABLES[key](ours, pub, alpha=alpha)
     if themes_min_present is not None:
-        themes = pd.read_csv(inputs["themes"])
+        themes = read_csv(inputs["themes"])
         rows += theme_fdr_rows(themes, themes_min_present, alpha=alpha)
     if selections_published is not None:
         with open(inputs["selections"], encoding="utf-8") as fh:

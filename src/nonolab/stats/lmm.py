@@ -1215,3 +1215,44 @@ def _variance_derivatives(
     idx = np.append(perm, k)
     grad = np.append(tr - rho2, trQ - yPPy)
     return phi_cc, g[idx], H[np.ix_(idx, idx)], grad[idx]
+
+
+@_single_thread_blas
+def satterthwaite_df_batch(
+    Y: np.ndarray,
+    X: np.ndarray,
+    codes: Sequence[np.ndarray],
+    variances: np.ndarray,
+    contrast: Sequence[float],
+    *,
+    reml: bool = True,
+) -> np.ndarray:
+    """Return the Satterthwaite df (unitless) of ``contrast`` for every response of a batched
+    fit (:func:`reml_fit_batch`: ``Y`` B x n, one design ``X`` and two intercept factors
+    ``codes``, fitted ``variances`` B x 3 = participant, puzzle, residual).
+
+    Per response the same computation as :func:`satterthwaite_df` on a :func:`fit_crossed` fit
+    (``tests/stats/test_lmm_bootstrap.py`` checks they agree): NaN when a random-effect variance
+    is on the boundary (below 1e-6 of the residual variance) or the Hessian is singular. The
+    sufficient statistics of all responses are built in one pass (:class:`_CrossBatch`, the
+    layout of :class:`_Cross`); per response only the O(m^3) derivative algebra remains.
+    """
+    import dataclasses
+
+    cvec = np.asarray(contrast, dtype=float)
+    Y = np.atleast_2d(np.asarray(Y, dtype=float))
+    out = np.full(len(Y), np.nan)
+    base = _Cross.of(Y[0], X, codes)
+    cb = _CrossBatch.of(Y, X, codes)  # the same statistics, per response, in one pass
+    for b in range(len(Y)):
+        v = variances[b]
+        if not np.all(np.isfinite(v)) or min(v[0], v[1]) < 1e-6 * max(v[2], 1e-300):
+            continue
+        c = dataclasses.replace(base, RtR=cb.RtR[b], G=cb.G[b])
+        try:
+            phi_cc, g, H, _ = _variance_derivatives(c, v[:2], v[2], cvec, reml=reml)
+            A = 2 * np.linalg.inv(H)
+        except np.linalg.LinAlgError:
+            continue
+        out[b] = 2 * phi_cc**2 / (g @ A @ g)
+    return out

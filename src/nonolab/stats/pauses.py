@@ -558,6 +558,102 @@ def fit_record(model: PauseModel) -> dict:
     }
 
 
+#: A component whose SD (natural log of seconds) is below this has collapsed onto a spike: a
+#: spread of 1% in seconds, far below any timing process (the public study's narrowest
+#: component has SD 0.47); EM's own floor (:data:`REG_COVAR`) is SD 0.001.
+DEGENERATE_SD_LOG = 0.01
+#: A component whose gaps (each gap to the component of largest posterior) are this share or
+#: more one repeated value sits on a spike (e.g. rounded timestamps); in the public study the
+#: largest such share is 0.4%.
+DEGENERATE_SPIKE_SHARE = 0.5
+#: The fallback refits without the spike values at most this many times.
+FALLBACK_ROUNDS = 3
+
+
+def degenerate_components(
+    gaps_s: Sequence[float] | np.ndarray, model: PauseModel | dict
+) -> list[dict]:
+    """Return the components of ``model`` (a :class:`PauseModel` or its record) that collapsed
+    onto a spike of ``gaps_s`` (seconds, the gaps it was fitted to): SD below
+    :data:`DEGENERATE_SD_LOG`, or at least :data:`DEGENERATE_SPIKE_SHARE` of the gaps it
+    explains best are one repeated value. One dict per such component: ``component``
+    (1-based, ascending means), ``mean_s``, ``sd_log``, ``weight``, ``n_gaps`` (gaps it
+    explains best), ``spike_s`` (its most repeated gap, seconds), ``spike_share`` and
+    ``reasons`` (``"sd_below_floor"``, ``"repeated_value"``). Empty when none collapsed."""
+    g = np.asarray(gaps_s, dtype=float)
+    g = g[g > 0]
+    dens = mixture_density(model, np.log(g))
+    if isinstance(model, PauseModel):
+        mu, sd, w = model.means_log, model.sds_log, model.weights
+    else:
+        mu, sd, w = model["means_log"], model["sds_log"], model["weights"]
+    best = dens.argmax(axis=0)
+    out = []
+    for k in range(len(mu)):
+        mine = g[best == k]
+        spike_s, share = float("nan"), 0.0
+        if len(mine):
+            values, counts = np.unique(mine, return_counts=True)
+            spike_s, share = float(values[counts.argmax()]), float(counts.max() / len(mine))
+        reasons = []
+        if sd[k] < DEGENERATE_SD_LOG:
+            reasons.append("sd_below_floor")
+        if len(mine) > 1 and share >= DEGENERATE_SPIKE_SHARE:
+            reasons.append("repeated_value")
+        if reasons:
+            out.append(
+                {
+                    "component": k + 1,
+                    "mean_s": float(np.exp(mu[k])),
+                    "sd_log": float(sd[k]),
+                    "weight": float(w[k]),
+                    "n_gaps": int(len(mine)),
+                    "spike_s": spike_s,
+                    "spike_share": share,
+                    "reasons": reasons,
+                }
+            )
+    return out
+
+
+#: How the fallback threshold is found (threshold.json ``threshold_fallback.rule``).
+FALLBACK_RULE = (
+    "a mixture component collapsed onto a spike of identical gaps; the gaps equal to each "
+    "collapsed component's most repeated value are left out and the same mixtures refitted "
+    f"(at most {FALLBACK_ROUNDS} rounds); the threshold is the refit's crossing"
+)
+
+
+def _fallback_fit(
+    gaps_s: np.ndarray,
+    degenerate: list[dict],
+    fit: Callable[[_Gaps], PauseModel],
+    components: int,
+) -> dict:
+    """Return the ``threshold_fallback`` record: refit (``fit``) without the spike values of
+    the ``degenerate`` components, repeatedly while the refit collapses again (at most
+    :data:`FALLBACK_ROUNDS` rounds). ``threshold_s`` is NaN when no refit gives a
+    non-degenerate crossing (``ok`` False, ``why`` says why)."""
+    removed: list[float] = []
+    g = np.asarray(gaps_s, dtype=float)
+    rec: dict = {"rule": FALLBACK_RULE, "ok": False, "threshold_s": float("nan")}
+    for _ in range(FALLBACK_ROUNDS):
+        removed += sorted({d["spike_s"] for d in degenerate} - set(removed))
+        keep = ~np.isin(g, removed)
+        rec |= {"removed_values_s": removed, "n_removed": int((~keep).sum())}
+        try:
+            model = fit(_Gaps(g[keep], components))
+        except ValueError as e:  # too few gaps left, or the slowest two do not cross
+            rec["why"] = str(e)
+            return rec
+        degenerate = degenerate_components(g[keep], model)
+        rec["fit"] = fit_record(model)
+        if not degenerate:
+            return rec | {"ok": True, "threshold_s": model.threshold_s}
+    rec["why"] = f"the refit still collapses after {FALLBACK_ROUNDS} rounds"
+    return rec
+
+
 def mixture_density(model_or_record: PauseModel | dict, log_x: np.ndarray) -> np.ndarray:
     """Return the per-component weighted densities (components x points) on log seconds."""
     if isinstance(model_or_record, PauseModel):
@@ -662,6 +758,29 @@ def pause_threshold(
             else _fit_models(data, components, n_init, random_state, tol, 2000)
         )
     used, source = threshold_used(model, threshold, preset_threshold)
+    degenerate = degenerate_components(data.gaps, model)
+    fallback = None
+    if degenerate:
+        fallback = _fallback_fit(
+            data.gaps,
+            degenerate,
+            lambda d: (
+                _fit_models(d, components, n_init, random_state, model.tol, max_iter, verify)
+                if model is conv
+                else _fit_models(d, components, n_init, random_state, model.tol, 2000)
+            ),
+            components,
+        )
+        if source == "fitted":
+            if not fallback["ok"]:
+                raise ValueError(
+                    "the pause mixture collapsed onto a spike of identical gaps "
+                    f"({degenerate}) and the fallback found no threshold: {fallback['why']}; "
+                    "set config pauses.threshold to a number of seconds"
+                )
+            used, source = fallback["threshold_s"], "fallback (mixture collapsed onto a spike)"
+        if log is not None:
+            log(f"degenerate components {degenerate}; fallback {fallback}")
     if log is not None:
         log(
             f"published settings (EM tol {PUBLISHED_EM_TOL:g}, {published.n_iter} iterations): "
@@ -681,6 +800,9 @@ def pause_threshold(
         )
         log(f"threshold used {used:.4f} s ({source}); fitted crossing {model.threshold_s:.4f} s")
     rec = model_record(model, used, source)
+    rec["degenerate_components"] = degenerate
+    if fallback is not None:
+        rec["threshold_fallback"] = fallback
     rec["converged_fit"] = fit_record(conv) | {"random_state_check": rs_check}
     rec["published_settings_fit"] = fit_record(published)
     if subsample is not None:

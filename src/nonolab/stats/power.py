@@ -30,8 +30,10 @@ from scipy import special
 #: puzzle scores the power analysis ranks by: Bradley-Terry strengths, mean final rating
 METHODS = ("bt", "mean")
 
-#: the slot pairs of a participant's three ratings that are compared
-_PAIRS = ((0, 1), (0, 2), (1, 2))
+
+def _slot_pairs(n_slots: int) -> tuple[tuple[int, int], ...]:
+    """Return every pair of slots ``(a, b)``, ``a < b``, of a session with ``n_slots`` ratings."""
+    return tuple(itertools.combinations(range(n_slots), 2))
 
 
 def pearson_for_spearman(rho_s: float) -> float:
@@ -44,12 +46,13 @@ def bt_win_counts(queues: np.ndarray, ratings: np.ndarray, n_puzzles: int) -> np
 
     ``[r, i, j]`` counts how often puzzle ``i`` was rated harder than ``j`` by one participant
     of replication ``r``: a decided pair counts 2, a tie 1 each way (a tie is half a win each),
-    as in :mod:`nonolab.stats.ranking`. ``queues`` and ``ratings``: (R, participants, 3).
+    as in :mod:`nonolab.stats.ranking`. ``queues`` and ``ratings``: (R, participants, M) with
+    M puzzles per session (every pair of a session's ratings is compared).
     """
     n_rep = queues.shape[0]
     rep = np.broadcast_to(np.arange(n_rep)[:, None], queues.shape[:2])
     idx, wts = [], []
-    for a, b in _PAIRS:
+    for a, b in _slot_pairs(queues.shape[-1]):
         ra, rb = ratings[..., a], ratings[..., b]
         ok = ~(np.isnan(ra) | np.isnan(rb))
         r, qa, qb, ra, rb = rep[ok], queues[..., a][ok], queues[..., b][ok], ra[ok], rb[ok]

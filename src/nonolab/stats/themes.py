@@ -17,6 +17,7 @@ import pandas as pd
 from scipy import stats
 
 from nonolab.stats.correlations import bh_fdr
+from nonolab.study.codebook import coded_puzzle_label, out_of_range_rating
 
 REQUIRED = ("response_id", "participant_id", "source_file", "response_kind", "final_difficulty")
 THEME_TEST_COLUMNS = [
@@ -34,11 +35,15 @@ THEME_TEST_COLUMNS = [
 
 def load_coded_responses(path: str | Path) -> pd.DataFrame:
     """Return the coded responses with a ``participant`` column (published participant id,
-    the stem of ``source_file``) and ``puzzle_id`` as a string label ("" when absent).
+    the stem of ``source_file``), ``puzzle_id`` as a string label ("" when absent),
+    ``final_difficulty`` as a number (missing when empty or not a number) and
+    ``final_difficulty_text`` as written. Only an empty cell is missing: "NA", "null" and "nan"
+    are text.
 
     Raises ``ValueError`` naming the file for missing columns or non-0/1 code values.
     """
-    df = pd.read_csv(path)
+    # only an empty cell is missing: "NA", "null", "nan" stay text (an id, or a bad rating)
+    df = pd.read_csv(path, keep_default_na=False, na_values=[""])
     missing = [c for c in REQUIRED if c not in df.columns]
     if missing:
         raise ValueError(f"{path}: missing column(s) {missing}")
@@ -51,9 +56,13 @@ def load_coded_responses(path: str | Path) -> pd.DataFrame:
             line = int(np.flatnonzero(bad.to_numpy())[0]) + 2
             raise ValueError(f"{path}, line {line}: column {c} is not 0/1 ({df[c][bad].iloc[0]!r})")
     df = df.copy()
+    df["final_difficulty_text"] = df["final_difficulty"].map(
+        lambda v: "" if isinstance(v, float) and v != v else str(v)
+    )
+    df["final_difficulty"] = pd.to_numeric(df["final_difficulty"], errors="coerce")
     df["participant"] = df["source_file"].astype(str).str.replace(r"\.[^.]*$", "", regex=True)
     pid = df["puzzle_id"] if "puzzle_id" in df.columns else pd.Series(np.nan, index=df.index)
-    df["puzzle_id"] = [("" if pd.isna(v) else str(int(v))) for v in pid]
+    df["puzzle_id"] = [coded_puzzle_label(v) for v in pid]
     return df
 
 
@@ -65,9 +74,11 @@ def select_coded_responses(
     ``participant``, ``reason``).
 
     Left out: a repeat of an earlier ``response_id`` (a duplicated row would count twice in
-    every n and change the tests' p-values; the first is used), and, when ``participant_ids``
+    every n and change the tests' p-values; the first is used), when ``participant_ids``
     is given (the participants table of the ingest), a response of a participant the ingest
-    did not analyse (excluded or unknown). The ingest ledgers both with the CSV line.
+    did not analyse (excluded or unknown), and a rating reason whose ``final_difficulty`` is
+    not a rating (:func:`nonolab.study.codebook.out_of_range_rating`: 99, 0, 3.5, text). The
+    ingest ledgers each with the CSV line.
     """
     record = pd.Series(np.arange(1, len(coded) + 1), index=coded.index)
     first = coded.groupby("response_id", sort=False).cumcount() == 0
@@ -77,6 +88,12 @@ def select_coded_responses(
     if participant_ids is not None:
         other = ~coded["participant"].astype(str).isin(set(map(str, participant_ids)))
         reasons[other & first] = "participant not analysed (not in the participants table)"
+    rated = (coded["response_kind"] == "rating_reason") & first & (reasons == "")
+    for i in np.flatnonzero(rated.to_numpy()):
+        col = "final_difficulty_text" if "final_difficulty_text" in coded else "final_difficulty"
+        why = out_of_range_rating(coded[col].iloc[i])
+        if why:
+            reasons.iloc[i] = why
     drop = reasons != ""
     dropped = pd.DataFrame(
         {

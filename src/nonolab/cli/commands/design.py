@@ -1,0 +1,154 @@
+"""``nonolab design``: plan the next study (puzzles, schedule, power, pre-registration)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from nonolab.cli.options import grid_size, positive_int
+from nonolab.core.progress import Progress
+
+
+def _ints(text: str) -> tuple[int, ...]:
+    try:
+        out = tuple(int(x) for x in text.split(",") if x.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"needs comma-separated whole numbers, not {text!r}"
+        ) from None
+    if not out or min(out) < 1:
+        raise argparse.ArgumentTypeError(f"needs whole numbers of at least 1, not {text!r}")
+    return out
+
+
+def _pair(text: str) -> tuple[float, float]:
+    try:
+        lo, hi = (float(x) for x in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"needs LOW,HIGH, not {text!r}") from None
+    return lo, hi
+
+
+def _run(args: argparse.Namespace) -> int:
+    from nonolab.design.selection import Constraints
+    from nonolab.design.study import (
+        DesignSettings,
+        load_effects,
+        reference_from_study,
+        run_design,
+        settings_with,
+    )
+    from nonolab.report.figures.design import write_design_figures
+
+    ls = {"yes": True, "no": False, "any": None}[args.line_solvable]
+    s = DesignSettings(
+        pool=args.pool,
+        pool_metrics=args.pool_metrics,
+        n_puzzles=args.puzzles,
+        per_session=args.per_session,
+        participants=tuple(sorted(set(args.participants))),
+        k_curve=tuple(sorted(set(args.k_curve))),
+        target_power=args.target_power,
+        rho=args.rho,
+        alpha=args.alpha,
+        missing=args.missing,
+        primary_metric=args.metric,
+        constraints=Constraints(
+            unique=not args.allow_multiple,
+            size=args.size,
+            line_solvable=ls,
+            fill=args.fill,
+            drop_top=args.drop_top,
+        ),
+        replications=args.replications,
+        lmm_replications=args.lmm_replications,
+        maximal_replications=args.maximal_replications,
+        maximal_df=args.maximal_df,
+        random_selections=args.random_selections,
+        seed=args.seed,
+        name=args.name,
+    )
+    if args.effects:
+        s = settings_with(s, **load_effects(args.effects))
+    ref = None
+    if args.reference_study:
+        ref = reference_from_study(
+            args.reference_study,
+            served=args.reference_served,
+            participants=args.reference_participants,
+        )
+    with Progress(None, "design") as bar:
+        summary = run_design(
+            s,
+            args.out,
+            reference=ref,
+            reference_preset=args.reference_preset,
+            log=lambda m: bar.set_note(m),
+            progress=lambda i, n, note: (setattr(bar, "total", n), bar.update(note=note)),
+        )
+    if not args.no_figures:
+        write_design_figures(args.out, s.target_power)
+    out = Path(args.out)
+    print(
+        f"wrote {out / 'plan.yaml'} and {out / 'preregistration.md'}: {s.n_puzzles} puzzles, "
+        f"{s.per_session} per session, {summary['planned_participants']} participants "
+        f"({'reaches' if summary['reached_target'] else 'does not reach'} power "
+        f"{s.target_power} for the primary analysis); tables in {out / 'tables'}"
+    )
+    return 0
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    """Add ``design`` to the CLI."""
+    p = sub.add_parser(
+        "design",
+        help="plan a study: puzzles chosen for power, a balanced schedule, power, a plan",
+        description="Choose K puzzles from a pool (D-optimal over the target metrics, under "
+        "constraints), build a balanced schedule of M puzzles per session, compute the power of "
+        "every planned analysis by simulating the exact design, and write plan.yaml, "
+        "preregistration.md, tables and figures into --out. Deterministic for a seed. See "
+        "docs/designing-a-study.md.",
+    )
+    p.add_argument("--pool", required=True, help="pool folder (results/pool) or puzzle file")
+    p.add_argument("--pool-metrics", help="SAT metrics of a puzzle-file pool (CSV)")
+    p.add_argument("--puzzles", type=positive_int, default=24, help="K (default 24)")
+    p.add_argument("--per-session", type=positive_int, default=3, help="M (default 3)")
+    p.add_argument(
+        "--participants", type=_ints, default=(30, 60, 90, 120, 150),
+        help="participant counts of the power curve (default 30,60,90,120,150)",
+    )  # fmt: skip
+    p.add_argument(
+        "--k-curve", type=_ints, default=(6, 12, 18, 24, 30),
+        help="puzzle counts of the power curve over K (default 6,12,18,24,30)",
+    )  # fmt: skip
+    p.add_argument("--target-power", type=float, default=0.8)
+    p.add_argument("--rho", type=float, default=0.6, help="Spearman rho of the primary test")
+    p.add_argument("--alpha", type=float, default=0.05)
+    p.add_argument("--missing", type=float, default=0.1, help="missing-rating rate")
+    p.add_argument("--metric", default="conflicts", help="primary metric (default conflicts)")
+    p.add_argument("--size", type=grid_size, default=None, help="required size HxW")
+    p.add_argument("--line-solvable", choices=("yes", "no", "any"), default="any")
+    p.add_argument("--fill", type=_pair, default=(0.0, 1.0), help="fill range LOW,HIGH")
+    p.add_argument("--drop-top", type=float, default=0.05, help="top share dropped by metric")
+    p.add_argument("--allow-multiple", action="store_true", help="allow non-unique puzzles")
+    p.add_argument("--replications", type=positive_int, default=1000)
+    p.add_argument("--lmm-replications", type=positive_int, default=500)
+    p.add_argument(
+        "--maximal-replications", type=int, default=0,
+        help="simulations of the moderation model with correlated random slopes by "
+        "participant (0: not run; one refit per simulation)",
+    )  # fmt: skip
+    p.add_argument(
+        "--maximal-df", choices=("satterthwaite", "kenward_roger"), default="satterthwaite"
+    )
+    p.add_argument("--random-selections", type=positive_int, default=1000)
+    p.add_argument("--effects", help="YAML with rating:/behaviour: effect-size overrides")
+    p.add_argument("--reference-study", help="study folder of the design to compare with")
+    p.add_argument("--reference-preset", help="preset whose exclusion reasons to list")
+    p.add_argument("--reference-served", type=positive_int, default=48)
+    p.add_argument("--reference-participants", type=positive_int, default=67)
+    p.add_argument("--seed", type=int, default=20261205)
+    p.add_argument("--name", default="next-study")
+    p.add_argument("--no-figures", action="store_true")
+    p.add_argument("--out", required=True, help="output folder")
+    p.set_defaults(func=_run)

@@ -1,0 +1,94 @@
+"""``nonolab serve``: run the web study platform for a plan (nonolab.collect)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import secrets
+import sys
+
+
+def _serve(args: argparse.Namespace) -> int:
+    from nonolab.collect.plan import PlanError, load_plan
+    from nonolab.collect.store import Store
+
+    try:
+        plan = load_plan(args.plan)
+    except PlanError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    store = Store(args.database, synchronous=args.sqlite_synchronous)
+    if args.export:
+        from nonolab.collect.export import export_study
+
+        try:
+            rec = export_study(store, plan, args.export)
+        except FileExistsError as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 2
+        print(
+            f"exported {rec['finished']} finished and {rec['incomplete']} unfinished sessions "
+            f"({rec['lines']} log lines) to {args.export}"
+        )
+        return 0
+    import uvicorn
+
+    from nonolab.collect.app import create_app
+
+    token = os.environ.get("NONOLAB_ADMIN_TOKEN") or secrets.token_urlsafe(24)
+    app = create_app(plan, store, token, export_dir=args.export_dir)
+    base = f"http://{args.host}:{args.port}"
+    print(f"study '{plan.name}': {len(plan.sessions)} schedule sessions of {plan.per_session} "
+          f"puzzles; store {store.url.split('@')[-1]}", file=sys.stderr)  # fmt: skip
+    print(f"participants: {base}/   researcher dashboard: {base}/admin", file=sys.stderr)
+    if "NONOLAB_ADMIN_TOKEN" not in os.environ:
+        print(f"researcher token (set NONOLAB_ADMIN_TOKEN to choose it): {token}", file=sys.stderr)
+    uvicorn.run(
+        app,
+        host=args.host,
+        port=args.port,
+        log_level=args.log_level,
+        proxy_headers=args.behind_proxy,
+        forwarded_allow_ips="127.0.0.1" if args.behind_proxy else None,
+        timeout_graceful_shutdown=5,
+    )
+    return 0
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    """Add ``serve`` to the CLI."""
+    p = sub.add_parser(
+        "serve",
+        help="run the web study platform for a plan (participants' pages, dashboard, export)",
+        description="Serve the study of PLAN (plan.yaml) to participants' browsers: consent, "
+        "tutorial, warm-up, surveys and the scheduled puzzles, every interaction stored as a "
+        "nonolab log event before it is acknowledged. The researcher dashboard is at /admin "
+        "(token: $NONOLAB_ADMIN_TOKEN, else printed at start). See docs/running-a-study.md.",
+    )
+    p.add_argument("plan", help="the study plan (plan.yaml)")
+    p.add_argument(
+        "--database",
+        default="study.sqlite",
+        help="SQLite file (default study.sqlite, WAL mode) or postgresql://user@host/db",
+    )
+    p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    p.add_argument("--port", type=int, default=8000, help="port (default 8000)")
+    p.add_argument("--export-dir", help="folder the dashboard's export writes (atomically)")
+    p.add_argument(
+        "--export",
+        metavar="DEST",
+        help="do not serve: export the study folder to DEST (atomically) and exit",
+    )
+    p.add_argument(
+        "--behind-proxy",
+        action="store_true",
+        help="trust X-Forwarded-* headers from a reverse proxy on 127.0.0.1",
+    )
+    p.add_argument(
+        "--sqlite-synchronous",
+        default="FULL",
+        choices=["FULL", "NORMAL"],
+        help="SQLite durability: FULL (default) syncs every commit to disk",
+    )
+    p.add_argument("--log-level", default="warning", help="uvicorn log level (default warning)")
+    p.set_defaults(func=_serve)

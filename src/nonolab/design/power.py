@@ -1,0 +1,564 @@
+"""Power of a planned study by simulating its exact design (docs/designing-a-study.md).
+
+A design (:class:`Design`) is the schedule actually served (sessions x M puzzle indices, the
+first ``participants`` sessions of the plan), the selected puzzles' target-metric values and the
+share of ratings that go missing. Every analysis is simulated on that design, many replications
+at once:
+
+* ``spearman_bt`` (:func:`spearman_power`): the puzzle-level Spearman correlation of
+  Bradley-Terry difficulty with the metric. Latent difficulty ``D_j = sd (r s_j + sqrt(1 - r^2)
+  e_j)`` with ``s_j`` the normal scores of the metric's ranks in the pool (or among the selected
+  puzzles, :class:`Design`) and ``r = 2 sin(pi rho / 6)`` (``rho``: the Spearman correlation in
+  the population of puzzles the scores refer to); final ratings by the simulator's rating
+  model (:class:`RatingModel`: ``mean + D_j + b_E E_i + v_i + noise``, rounded and clipped to 1-5,
+  each missing with probability ``missing``); BT strengths from within-session pairs
+  (:func:`nonolab.stats.power.bt_scores_batch`) and the Spearman test against the metric
+  (:func:`nonolab.stats.power.spearman_tests`).
+* ``rating_lmm`` and ``moderation_lmm`` (:func:`lmm_power`): ``final_difficulty ~ metric
+  (+ expertise + metric:expertise) + (1 | participant) + (1 | puzzle)``, ratings from the same
+  model with latent difficulty ``D_j = sd (m x_j + sqrt(1 - m^2) e_j)`` (``x`` the
+  log1p-z-scored metric on the pool's or the selection's scale, :class:`Design`; ``m`` the
+  metric strength) plus ``b_int x_j E_i``, and analysed with the pipeline's covariate (the
+  metric log1p-z-scored over the selected puzzles); ``behaviour_lmm``: ``behaviour ~ metric + (1 |
+  participant) + (1 | puzzle)`` for a Gaussian behaviour outcome in SD units
+  (:class:`BehaviourModel`). Fits are REML, batched: all replications that share a draw of the
+  covariates (expertise, missing ratings; ``chunk`` replications) are fitted together by
+  :func:`nonolab.stats.lmm.reml_fit_batch` started at the true relative SDs, and tested with
+  Satterthwaite df (:func:`nonolab.stats.lmm.satterthwaite_df_batch`) as
+  :func:`nonolab.stats.mixed_models.moderation_models` does (a boundary fit has no df and counts
+  as not significant, as there). Power is averaged over covariate draws.
+* ``moderation_maximal`` (:func:`maximal_power`): the moderation model with correlated random
+  slopes of the metric by participant, ``(1 + metric | participant) + (1 | puzzle)``, fitted by
+  :func:`nonolab.stats.lmm_general.refit` per replication (warm-started from the first fit) and
+  tested with Satterthwaite or Kenward-Roger df.
+
+Every result carries its Monte-Carlo standard error ``sqrt(p (1 - p) / R)`` and a 95% Wilson
+interval.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+from scipy import special, stats
+
+from nonolab.stats.lmm import (
+    reml_fit_arrays,
+    reml_fit_batch,
+    satterthwaite_df_batch,
+)
+from nonolab.stats.power import (
+    bt_win_counts,
+    pearson_for_spearman,
+    regularised_bt,
+    spearman_tests,
+)
+from nonolab.stats.ranking import strongly_connected_batch
+
+#: analysis kinds simulated here
+ANALYSES = ("spearman_bt", "rating_lmm", "moderation_lmm", "behaviour_lmm", "moderation_maximal")
+
+
+@dataclass(frozen=True)
+class RatingModel:
+    """The simulator's final-rating model (:class:`nonolab.sim.model.SimParams`, rating points).
+
+    ``metric_strength``: correlation of latent difficulty with the metric covariate (LMM
+    analyses; the Spearman analysis takes its ``rho`` separately); ``interaction``: change of
+    the metric's effect per SD of expertise (rating points per SD x SD; the moderation effect);
+    ``slope_sd`` / ``slope_corr``: SD of participants' metric slopes and its correlation with
+    their intercepts (the maximal structure's extra random effects); ``scale``: ``rating``
+    (rounded and clipped to 1-5, as the simulator and the study) or ``gaussian`` (the latent
+    value, as simr simulates from a fitted lme4 model).
+    """
+
+    rating_mean: float = 3.4
+    difficulty_sd: float = 0.6
+    metric_strength: float = 0.6
+    expertise_effect: float = -0.15
+    participant_sd: float = 0.4
+    noise_sd: float = 0.7
+    final_noise_sd: float = 0.35
+    interaction: float = 0.1
+    slope_sd: float = 0.1
+    slope_corr: float = 0.0
+    scale: str = "rating"
+
+    @property
+    def residual_sd(self) -> float:
+        """SD of the final rating's noise (initial and final noise together)."""
+        return math.hypot(self.noise_sd, self.final_noise_sd)
+
+    def record(self) -> dict[str, object]:
+        """Return the model as a plain mapping."""
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class BehaviourModel:
+    """A Gaussian behaviour outcome in SD units: ``slope`` per SD of the metric covariate and
+    the variance shares of participants, puzzles (beyond the metric) and the residual."""
+
+    slope: float = 0.3
+    var_participant: float = 0.3
+    var_puzzle: float = 0.15
+    var_residual: float = 0.55
+
+    def record(self) -> dict[str, object]:
+        """Return the model as a plain mapping."""
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class Design:
+    """One design: ``queues`` (participants x M puzzle indices 0..K-1, the sessions served),
+    ``metric`` (the K selected puzzles' target-metric counts), ``missing`` (probability that a
+    final rating is missing).
+
+    ``pool_scores`` / ``pool_z``: the puzzles' metric on the pool's scale (normal scores of
+    their pool percentiles; log1p z-scored with the pool's mean and SD), on which latent
+    difficulty depends, so that a selection that spreads the metric over the pool gains power;
+    None: on the selection's own scale (:func:`normal_scores`, :func:`metric_covariate`), as
+    when the puzzles are a random draw (the simulator's studies)."""
+
+    queues: np.ndarray
+    metric: np.ndarray
+    missing: float = 0.1
+    pool_scores: np.ndarray | None = None
+    pool_z: np.ndarray | None = None
+
+    @property
+    def latent_scores(self) -> np.ndarray:
+        """The rank scores latent difficulty depends on (Spearman analysis)."""
+        if self.pool_scores is not None:
+            return np.asarray(self.pool_scores, dtype=float)
+        return normal_scores(self.metric)
+
+    @property
+    def latent_z(self) -> np.ndarray:
+        """The metric scale latent difficulty depends on (mixed-model analyses)."""
+        if self.pool_z is not None:
+            return np.asarray(self.pool_z, dtype=float)
+        return metric_covariate(self.metric)
+
+    @property
+    def n_participants(self) -> int:
+        """Number of participants (sessions)."""
+        return int(self.queues.shape[0])
+
+    @property
+    def n_puzzles(self) -> int:
+        """Number of puzzles (K)."""
+        return int(len(self.metric))
+
+    @property
+    def per_session(self) -> int:
+        """Puzzles per session (M)."""
+        return int(self.queues.shape[1])
+
+
+@dataclass(frozen=True)
+class PowerResult:
+    """Power of one analysis at one design: rejections out of ``replications``; ``failed``:
+    replications whose fit failed or whose test was undefined (counted as not rejected)."""
+
+    analysis: str
+    n_participants: int
+    n_puzzles: int
+    per_session: int
+    effect: float
+    replications: int
+    rejections: int
+    failed: int
+    alpha: float
+    seed: int
+    extra: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def power(self) -> float:
+        """Share of replications with p < alpha."""
+        return self.rejections / self.replications if self.replications else float("nan")
+
+    @property
+    def mc_se(self) -> float:
+        """Monte-Carlo standard error of :attr:`power`."""
+        p = self.power
+        return math.sqrt(p * (1 - p) / self.replications) if self.replications else float("nan")
+
+    def interval(self, level: float = 0.95) -> tuple[float, float]:
+        """Return the Wilson interval of :attr:`power` at ``level``."""
+        n, p = self.replications, self.power
+        if not n:
+            return float("nan"), float("nan")
+        z = stats.norm.ppf(0.5 + level / 2)
+        den = 1 + z * z / n
+        mid = (p + z * z / (2 * n)) / den
+        half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / den
+        return mid - half, mid + half
+
+    def row(self) -> dict[str, object]:
+        """Return a flat table row."""
+        lo, hi = self.interval()
+        return {
+            "analysis": self.analysis,
+            "n_participants": self.n_participants,
+            "n_puzzles": self.n_puzzles,
+            "per_session": self.per_session,
+            "effect": self.effect,
+            "replications": self.replications,
+            "power": self.power,
+            "mc_se": self.mc_se,
+            "ci_low": lo,
+            "ci_high": hi,
+            "failed": self.failed,
+            "alpha": self.alpha,
+            "seed": self.seed,
+            **self.extra,
+        }
+
+
+POWER_COLUMNS = [
+    "analysis",
+    "n_participants",
+    "n_puzzles",
+    "per_session",
+    "effect",
+    "replications",
+    "power",
+    "mc_se",
+    "ci_low",
+    "ci_high",
+    "failed",
+    "alpha",
+    "seed",
+]
+
+
+def normal_scores(values: Sequence[float]) -> np.ndarray:
+    """Return the standardised normal scores ``Phi^-1((rank - 1/2) / K)`` of ``values``
+    (average ranks for ties; mean 0, population SD 1)."""
+    v = np.asarray(values, dtype=float)
+    r = stats.rankdata(v)
+    s = special.ndtri((r - 0.5) / len(v))
+    sd = s.std()
+    return (s - s.mean()) / sd if sd > 0 else s - s.mean()
+
+
+def metric_covariate(values: Sequence[float]) -> np.ndarray:
+    """Return the pipeline's metric covariate: z-score of ``log1p(values)`` over the selected
+    puzzles (population SD; :func:`nonolab.stats.mixed_models.metric_covariates`)."""
+    x = np.log1p(np.asarray(values, dtype=float))
+    sd = x.std()
+    if not sd > 0:
+        raise ValueError("the metric is constant over the selected puzzles")
+    return (x - x.mean()) / sd
+
+
+def _seed(seed: int, *keys: int) -> np.random.SeedSequence:
+    return np.random.SeedSequence([seed, *keys])
+
+
+def _ratings(latent: np.ndarray, model: RatingModel, rng: np.random.Generator) -> np.ndarray:
+    y = latent + rng.normal(0.0, model.residual_sd, latent.shape)
+    if model.scale == "rating":
+        return np.clip(np.floor(y + 0.5), 1, 5)
+    return y
+
+
+def spearman_power(
+    design: Design,
+    rho: float,
+    replications: int,
+    seed: int,
+    model: RatingModel | None = None,
+    alpha: float = 0.05,
+    bt_ridge: float = 0.01,
+    require_connected: bool = True,
+) -> PowerResult:
+    """Return the power of the Spearman test of BT difficulty with the metric (module text)
+    at population Spearman ``rho``; all replications drawn at once (seed ``[seed, N, K, 1]``).
+
+    ``require_connected``: as the ranking stage, a replication whose win graph is not strongly
+    connected has no Bradley-Terry ML estimate and counts as not rejected (``failed``); its
+    strengths are otherwise the regularised ones (``bt_ridge``), whose ranking is the ML one's
+    up to near-ties."""
+    model = model or RatingModel()
+    rng = np.random.default_rng(_seed(seed, design.n_participants, design.n_puzzles, 1))
+    n_r, k = replications, design.n_puzzles
+    s = design.latent_scores
+    r = pearson_for_spearman(rho)
+    d = model.difficulty_sd * (r * s + math.sqrt(1 - r * r) * rng.standard_normal((n_r, k)))
+    q = np.broadcast_to(design.queues, (n_r, *design.queues.shape))
+    n_i = design.n_participants
+    person = model.expertise_effect * rng.standard_normal((n_r, n_i)) + rng.normal(
+        0, model.participant_sd, (n_r, n_i)
+    )
+    d_q = np.take_along_axis(d, q.reshape(n_r, -1), axis=1).reshape(q.shape)
+    ratings = _ratings(model.rating_mean + d_q + person[..., None], model, rng)
+    ratings[rng.random(q.shape) < design.missing] = np.nan
+    qc = np.ascontiguousarray(q)
+    wins = bt_win_counts(qc, ratings, k)
+    score = regularised_bt(wins, bt_ridge)
+    metric = np.broadcast_to(np.asarray(design.metric, dtype=float), (n_r, k))
+    rho_hat, p = spearman_tests(metric, score)
+    if require_connected:
+        p = np.where(strongly_connected_batch(wins > 0), p, np.nan)
+    sig = np.nan_to_num(p, nan=1.0) < alpha
+    return PowerResult(
+        "spearman_bt",
+        design.n_participants,
+        k,
+        design.per_session,
+        rho,
+        n_r,
+        int(sig.sum()),
+        int(np.isnan(p).sum()),
+        alpha,
+        seed,
+        {"mean_estimate": float(np.nanmean(rho_hat))},
+    )
+
+
+def _lmm_chunk(
+    analysis: str,
+    design: Design,
+    model: RatingModel,
+    behaviour: BehaviourModel,
+    n: int,
+    rng: np.random.Generator,
+) -> tuple[np.ndarray, np.ndarray, list[np.ndarray], int, np.ndarray]:
+    """Return ``(Y, X, codes, tested column, true relative SDs)`` of ``n`` replications that
+    share one draw of expertise and missing ratings."""
+    q = design.queues
+    n_i, m = q.shape
+    x = metric_covariate(design.metric)
+    xl = design.latent_z
+    pc = np.repeat(np.arange(n_i), m)
+    qc = q.ravel()
+    e = rng.standard_normal(n_i)
+    e = (e - e.mean()) / e.std() if n_i > 1 and e.std() > 0 else e
+    keep = np.ones(len(qc), dtype=bool)
+    if analysis != "behaviour_lmm":
+        keep = rng.random(len(qc)) >= design.missing
+    k = design.n_puzzles
+    if analysis == "behaviour_lmm":
+        b = behaviour
+        y = (
+            b.slope * xl[qc]
+            + math.sqrt(b.var_participant) * rng.standard_normal((n, n_i))[:, pc]
+            + math.sqrt(b.var_puzzle) * rng.standard_normal((n, k))[:, qc]
+            + math.sqrt(b.var_residual) * rng.standard_normal((n, len(qc)))
+        )
+        X = np.column_stack([np.ones(len(qc)), x[qc]])
+        col = 1
+        rel = np.sqrt([b.var_participant, b.var_puzzle]) / math.sqrt(b.var_residual)
+    else:
+        s = model.metric_strength
+        d = model.difficulty_sd * (s * xl + math.sqrt(1 - s * s) * rng.standard_normal((n, k)))
+        person = rng.normal(0.0, model.participant_sd, (n, n_i))
+        latent = (
+            model.rating_mean
+            + d[:, qc]
+            + (model.expertise_effect * e)[pc]
+            + model.interaction * (xl[qc] * e[pc])
+            + person[:, pc]
+        )
+        y = _ratings(latent, model, rng)
+        if analysis == "rating_lmm":
+            X = np.column_stack([np.ones(len(qc)), x[qc]])
+            col = 1
+        else:
+            X = np.column_stack([np.ones(len(qc)), x[qc], e[pc], x[qc] * e[pc]])
+            col = 3
+        puz_sd = model.difficulty_sd * math.sqrt(1 - s * s)
+        rel = np.array([model.participant_sd, max(puz_sd, 1e-3)]) / model.residual_sd
+    codes = [pd_codes(pc[keep]), pd_codes(qc[keep])]
+    return y[:, keep], X[keep], codes, col, rel
+
+
+def pd_codes(a: np.ndarray) -> np.ndarray:
+    """Return 0-based dense codes of the values of ``a`` (sorted order)."""
+    return np.unique(a, return_inverse=True)[1]
+
+
+def lmm_test_batch(
+    Y: np.ndarray,
+    X: np.ndarray,
+    codes: list[np.ndarray],
+    col: int,
+    start: Sequence[float] | None = None,
+) -> tuple[np.ndarray, np.ndarray, int]:
+    """Return ``(estimate, Satterthwaite p, failed fits)`` of fixed effect ``col`` for every
+    response of ``Y`` with one design (random intercepts for the two factors of ``codes``).
+
+    Batched REML (:func:`nonolab.stats.lmm.reml_fit_batch`); a response whose batched fit does
+    not converge is refitted alone (:func:`nonolab.stats.lmm.reml_fit_arrays`); p is NaN when
+    the df are undefined (boundary fit) or the fit failed."""
+    beta, cov, var, _, ok = reml_fit_batch(Y, X, codes, start=start)
+    failed = 0
+    for i in np.flatnonzero(~ok):
+        try:
+            b_i, c_i, v_i, _ = reml_fit_arrays(Y[i], X, codes, start=start)
+            beta[i], cov[i], var[i] = b_i, c_i, v_i
+        except (np.linalg.LinAlgError, ValueError, FloatingPointError):
+            beta[i], var[i] = np.nan, np.nan
+            failed += 1
+    cvec = np.zeros(X.shape[1])
+    cvec[col] = 1.0
+    df = satterthwaite_df_batch(Y, X, codes, var, cvec)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        t = beta[:, col] / np.sqrt(cov[:, col, col])
+        p = 2 * special.stdtr(df, -np.abs(t))
+    return beta[:, col], p, failed
+
+
+def lmm_power(
+    analysis: str,
+    design: Design,
+    replications: int,
+    seed: int,
+    model: RatingModel | None = None,
+    behaviour: BehaviourModel | None = None,
+    alpha: float = 0.05,
+    chunk: int = 100,
+    progress: Callable[[int, int], None] | None = None,
+) -> PowerResult:
+    """Return the power of the random-intercept model ``analysis`` (``rating_lmm``,
+    ``moderation_lmm`` or ``behaviour_lmm``; module text) by batched REML fits and
+    Satterthwaite tests; ``chunk`` replications share one covariate draw (seed ``[seed, N, K,
+    2 + kind]``)."""
+    if analysis not in ("rating_lmm", "moderation_lmm", "behaviour_lmm"):
+        raise ValueError(f"unknown random-intercept analysis {analysis!r}")
+    model = model or RatingModel()
+    behaviour = behaviour or BehaviourModel()
+    kind = ("rating_lmm", "moderation_lmm", "behaviour_lmm").index(analysis)
+    rng = np.random.default_rng(_seed(seed, design.n_participants, design.n_puzzles, 2 + kind))
+    rej = failed = done = 0
+    est_sum = 0.0
+    undefined = 0
+    while done < replications:
+        n = min(chunk, replications - done)
+        Y, X, codes, col, rel = _lmm_chunk(analysis, design, model, behaviour, n, rng)
+        est, p, f = lmm_test_batch(Y, X, codes, col, start=rel)
+        failed += f
+        undefined += int(np.isnan(p).sum())
+        rej += int((np.nan_to_num(p, nan=1.0) < alpha).sum())
+        est_sum += float(np.nansum(est))
+        done += n
+        if progress is not None:
+            progress(done, replications)
+    effect = {
+        "rating_lmm": model.metric_strength,
+        "moderation_lmm": model.interaction,
+        "behaviour_lmm": behaviour.slope,
+    }[analysis]
+    return PowerResult(
+        analysis,
+        design.n_participants,
+        design.n_puzzles,
+        design.per_session,
+        effect,
+        replications,
+        rej,
+        undefined,
+        alpha,
+        seed,
+        {"mean_estimate": est_sum / max(replications - failed, 1), "fit_failures": failed},
+    )
+
+
+def maximal_power(
+    design: Design,
+    replications: int,
+    seed: int,
+    model: RatingModel | None = None,
+    alpha: float = 0.05,
+    method: str = "satterthwaite",
+    progress: Callable[[int, int], None] | None = None,
+) -> PowerResult:
+    """Return the power of the metric x expertise interaction under the maximal structure
+    ``(1 + metric | participant) + (1 | puzzle)`` (correlated), responses simulated with the
+    model's participant slopes (``slope_sd``, ``slope_corr``); ``method``: ``satterthwaite``
+    or ``kenward_roger`` df. One :func:`~nonolab.stats.lmm_general.refit` per replication, warm
+    from the fit of the first (seed ``[seed, N, K, 9]``)."""
+    import pandas as pd
+
+    from nonolab.stats.lmm_general import RandomTerm, fit_general, refit
+
+    model = model or RatingModel()
+    rng = np.random.default_rng(_seed(seed, design.n_participants, design.n_puzzles, 9))
+    q = design.queues
+    n_i, m = q.shape
+    k = design.n_puzzles
+    x = metric_covariate(design.metric)
+    xl = design.latent_z
+    pc = np.repeat(np.arange(n_i), m)
+    qc = q.ravel()
+    e = rng.standard_normal(n_i)
+    e = (e - e.mean()) / e.std()
+    keep = rng.random(len(qc)) >= design.missing
+    s = model.metric_strength
+    n_r = replications
+    d = model.difficulty_sd * (s * xl + math.sqrt(1 - s * s) * rng.standard_normal((n_r, k)))
+    cov = np.array(
+        [
+            [model.participant_sd**2, model.slope_corr * model.participant_sd * model.slope_sd],
+            [model.slope_corr * model.participant_sd * model.slope_sd, model.slope_sd**2],
+        ]
+    )
+    u = rng.multivariate_normal(np.zeros(2), cov, size=(n_r, n_i), method="cholesky")
+    latent = (
+        model.rating_mean
+        + d[:, qc]
+        + (model.expertise_effect * e)[pc]
+        + model.interaction * (xl[qc] * e[pc])
+        + u[:, pc, 0]
+        + u[:, pc, 1] * xl[qc]
+    )
+    Y = _ratings(latent, model, rng)[:, keep]
+    data = pd.DataFrame(
+        {
+            "y": Y[0],
+            "metric": x[qc][keep],
+            "expertise": e[pc][keep],
+            "participant_id": pc[keep].astype(str),
+            "puzzle_hash": qc[keep].astype(str),
+        }
+    )
+    terms = (
+        RandomTerm("participant_id", ("1", "metric")),
+        RandomTerm("puzzle_hash"),
+    )
+    first = fit_general(data, "y ~ metric * expertise", terms)
+    term = "metric:expertise"
+    rej = failed = 0
+    est = []
+    for b in range(n_r):
+        try:
+            f = first if b == 0 else refit(first, Y[b])
+            t = f.satterthwaite(term) if method == "satterthwaite" else f.kenward_roger(term)
+            est.append(t.estimate)
+            if np.isfinite(t.p) and t.p < alpha:
+                rej += 1
+            elif not np.isfinite(t.p):
+                failed += 1
+        except (np.linalg.LinAlgError, ValueError, FloatingPointError):
+            failed += 1
+        if progress is not None and ((b + 1) % 50 == 0 or b + 1 == n_r):
+            progress(b + 1, n_r)
+    return PowerResult(
+        f"moderation_maximal_{method}",
+        n_i,
+        k,
+        m,
+        model.interaction,
+        n_r,
+        rej,
+        failed,
+        alpha,
+        seed,
+        {"mean_estimate": float(np.mean(est)) if est else float("nan")},
+    )

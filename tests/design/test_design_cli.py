@@ -1,0 +1,51 @@
+"""``nonolab design`` end to end on the public study's pool (tiny settings)."""
+
+from __future__ import annotations
+
+import pytest
+
+from nonolab.cli import main
+from nonolab.design.plan import load_plan
+from nonolab.sat.puzzles import load_study_puzzles
+from nonolab.study.presets import load_preset
+from tests.conftest import STUDY_DIR
+
+
+def _run(out) -> int:
+    return main(
+        [
+            "design",
+            "--pool", str(STUDY_DIR / "nonograms10x10.txt"),
+            "--pool-metrics", str(STUDY_DIR / "nonogram_solver_stats.csv"),
+            "--puzzles", "12", "--participants", "12,24", "--k-curve", "6,12",
+            "--replications", "60", "--lmm-replications", "20", "--random-selections", "50",
+            "--reference-study", str(STUDY_DIR), "--no-figures", "--out", str(out),
+        ]
+    )  # fmt: skip
+
+
+def test_design_writes_a_plan_and_is_deterministic(tmp_path) -> None:
+    if not (STUDY_DIR / "nonograms10x10.txt").exists():
+        pytest.skip("public study not available")
+    assert _run(tmp_path / "a") == 0
+    a = tmp_path / "a"
+    plan = load_plan(a / "plan.yaml")
+    assert len(plan.puzzles) == 12 and plan.puzzles_per_session == 3
+    assert len(plan.sessions) % plan.block_size == 0
+    assert plan.analyses[0]["role"] == "primary" and "power" in plan.analyses[0]
+    text = (a / "preregistration.md").read_text()
+    for section in ("## Hypotheses", "## Analyses", "## Exclusions", "## Stopping rule",
+                    "## Power", "## Seeds"):  # fmt: skip
+        assert section in text
+    power = (a / "tables" / "design_power.csv").read_text()
+    assert "paper,spearman_bt,67,6,3" in power
+    crit = (a / "tables" / "design_criterion.csv").read_text()
+    assert "paper_k6" in crit and "random_k12_median" in crit
+    puzzles = load_study_puzzles(a / "study" / "nonograms_6.json")
+    assert [p.hash for p in puzzles] == [p.puzzle_hash for p in plan.puzzles]
+    assert load_preset(a / "study" / "preset.yaml").puzzles_per_session == 3
+    assert _run(tmp_path / "b") == 0
+    for name in ("design_power.csv", "design_power_curve.csv", "design_criterion.csv",
+                 "design_balance.csv", "design_selection.csv"):  # fmt: skip
+        assert (a / "tables" / name).read_bytes() == (tmp_path / "b" / "tables" / name).read_bytes()
+    assert (a / "plan.yaml").read_bytes() == (tmp_path / "b" / "plan.yaml").read_bytes()

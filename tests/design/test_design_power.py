@@ -1,0 +1,104 @@
+"""Power engine: batched tests equal one-at-a-time fits; nominal size under the null."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from nonolab.design.power import (
+    BehaviourModel,
+    Design,
+    RatingModel,
+    _lmm_chunk,
+    lmm_power,
+    lmm_test_batch,
+    maximal_power,
+    spearman_power,
+)
+from nonolab.design.schedule import balanced_schedule
+from nonolab.stats.lmm import fit_crossed, satterthwaite_df
+
+
+def _design(k: int, n: int, seed: int = 0, missing: float = 0.1) -> Design:
+    rng = np.random.default_rng(seed)
+    metric = np.round(np.exp(rng.normal(2, 1, k)))
+    while len(set(metric)) < k:
+        metric = np.round(np.exp(rng.normal(2, 1, k)))
+    return Design(balanced_schedule(k, 3, n, seed).sessions, metric, missing)
+
+
+@pytest.mark.parametrize("analysis", ["rating_lmm", "moderation_lmm", "behaviour_lmm"])
+def test_batched_tests_equal_one_fit_at_a_time(analysis: str) -> None:
+    d = _design(10, 24, 1)
+    rng = np.random.default_rng(3)
+    Y, X, codes, col, rel = _lmm_chunk(
+        analysis, d, RatingModel(scale="gaussian"), BehaviourModel(), 6, rng
+    )
+    est, p, failed = lmm_test_batch(Y, X, codes, col, start=rel)
+    assert failed == 0
+    names = ["Intercept", "x", "e", "x:e"][: X.shape[1]]
+    for b in range(len(Y)):
+        data = pd.DataFrame(X[:, 1:], columns=names[1:]).assign(
+            y=Y[b], participant_id=codes[0].astype(str), puzzle_hash=codes[1].astype(str)
+        )
+        rhs = " + ".join(names[1:]).replace("x + e + x:e", "x * e")
+        fit = fit_crossed(data, f"y ~ {rhs}")
+        term = names[col]
+        assert est[b] == pytest.approx(fit.params[term], rel=1e-6, abs=1e-8)
+        df = satterthwaite_df(fit, term)
+        if np.isfinite(df):
+            from scipy import stats
+
+            t = fit.params[term] / fit.bse[term]
+            assert p[b] == pytest.approx(2 * stats.t.sf(abs(t), df), rel=1e-5, abs=1e-8)
+        else:
+            assert np.isnan(p[b])
+
+
+def _within(power: float, target: float, n: int, z: float = 3.3) -> bool:
+    return abs(power - target) <= z * math.sqrt(target * (1 - target) / n)
+
+
+def test_spearman_size_under_the_null() -> None:
+    r = spearman_power(_design(12, 60), 0.0, 3000, 11)
+    assert r.failed < 0.05 * r.replications
+    assert _within(r.power, 0.05, r.replications)
+
+
+@pytest.mark.parametrize("scale", ["gaussian", "rating"])
+def test_moderation_size_under_the_null(scale: str) -> None:
+    r = lmm_power(
+        "moderation_lmm", _design(12, 60), 800, 5, RatingModel(interaction=0.0, scale=scale)
+    )
+    assert _within(r.power, 0.05, r.replications)
+
+
+def test_power_grows_with_participants_and_effect() -> None:
+    small = spearman_power(_design(16, 20), 0.6, 1500, 2).power
+    large = spearman_power(_design(16, 80), 0.6, 1500, 2).power
+    weak = spearman_power(_design(16, 80), 0.3, 1500, 2).power
+    assert small < large and weak < large
+
+
+def test_pool_scale_rewards_spread() -> None:
+    """Latent difficulty on the pool's scale: puzzles spread over the pool give more power
+    than puzzles bunched in its middle (same ranks among themselves)."""
+    d = _design(12, 48)
+    spread = np.linspace(-2, 2, 12)
+    bunched = np.linspace(-0.3, 0.3, 12)
+    order = np.argsort(np.argsort(d.metric))
+    wide = Design(d.queues, d.metric, d.missing, spread[order], spread[order])
+    narrow = Design(d.queues, d.metric, d.missing, bunched[order], bunched[order])
+    assert (
+        spearman_power(wide, 0.6, 1500, 4).power > spearman_power(narrow, 0.6, 1500, 4).power + 0.1
+    )
+
+
+def test_maximal_runs_and_reports() -> None:
+    r = maximal_power(_design(8, 30), 6, 1, RatingModel(interaction=0.0))
+    assert r.replications == 6 and 0 <= r.rejections + r.failed <= 6
+    lo, hi = r.interval()
+    assert 0 <= lo <= r.power <= hi <= 1
