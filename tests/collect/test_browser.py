@@ -196,8 +196,12 @@ class Participant:
             self.click(int(r), int(c))
 
     def wait_saved(self) -> None:
+        """Wait until the page holds no unacknowledged event."""
         self.page.wait_for_function(
-            "() => document.querySelector('#save-status').dataset.state === 'saved'", timeout=30000
+            "() => document.querySelector('#save-status').dataset.state === 'saved' && "
+            "Object.keys(localStorage).filter(k => k.endsWith(':pending'))"
+            ".every(k => localStorage.getItem(k) === '[]')",
+            timeout=30000,
         )
 
     # -- surveys -----------------------------------------------------------------------------
@@ -460,11 +464,13 @@ def test_touch_taps_on_a_phone_sized_screen(browser, server, plan):
         Scripted(client, tok).setup()
     page.goto(f"{server.url}/s/{tok}")
     page.wait_for_selector(".grid .cell")
-    page.tap('.grid .cell[data-r="2"][data-c="3"]')
-    page.tap('.grid .cell[data-r="0"][data-c="0"]')
-    page.tap('.grid .cell[data-r="0"][data-c="0"]')  # a second tap clears
+    for r, c in ((2, 3), (0, 0), (0, 0)):  # a second tap clears
+        page.tap(f'.grid .cell[data-r="{r}"][data-c="{c}"]')
+    # every event acknowledged: nothing left in the page's storage
     page.wait_for_function(
-        "() => document.querySelector('#save-status').dataset.state === 'saved'", timeout=30000
+        "(k) => (localStorage.getItem(k) || '[]') === '[]'",
+        arg=f"nonolab:{tok}:pending",
+        timeout=30000,
     )
     board = server_board(server, tok)
     assert board[2 * 5 + 3] == 1 and board[0] == 0
