@@ -477,4 +477,18 @@ def test_touch_taps_on_a_phone_sized_screen(browser, server, plan):
     box = page.locator(".grid").bounding_box()
     assert box["x"] >= 0 and box["x"] + box["width"] <= 390
     shot(page, "phone")
+    # the tab is closed with a move not yet sent, then the link is opened again
+    page.tap('.grid .cell[data-r="4"][data-c="4"]')
+    page.close()
+    page = ctx.new_page()
+    page.goto(f"{server.url}/s/{tok}")
+    page.wait_for_selector(".grid .cell")
+    page.wait_for_function(
+        "(k) => (localStorage.getItem(k) || '[]') === '[]'",
+        arg=f"nonolab:{tok}:pending",
+        timeout=30000,
+    )
+    board = server_board(server, tok)
+    assert board[2 * 5 + 3] == 1 and board[0] == 0 and board[4 * 5 + 4] == 1
+    assert page.eval_on_selector_all(".grid .cell.filled", "els => els.length") == 2
     ctx.close()
