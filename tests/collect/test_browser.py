@@ -492,3 +492,30 @@ def test_touch_taps_on_a_phone_sized_screen(browser, server, plan):
     assert board[2 * 5 + 3] == 1 and board[0] == 0 and board[4 * 5 + 4] == 1
     assert page.eval_on_selector_all(".grid .cell.filled", "els => els.length") == 2
     ctx.close()
+
+
+def test_the_warmup_ends_at_its_time_limit(browser, plan, tmp_path):
+    """With `warmup.time_limit_s`, the warm-up moves on by itself (and a reload does not restart
+    its clock)."""
+    import yaml
+
+    raw = {**plan.raw, "platform": {"warmup": {"time_limit_s": 4}, "tutorial": False}}
+    f = tmp_path / "plan.yaml"
+    f.write_text(yaml.safe_dump(raw))
+    srv = Server(f, str(tmp_path / "s.sqlite"), tmp_path / "export")
+    srv.start()
+    try:
+        page = browser.new_page()
+        page.goto(srv.url + "/")
+        page.click("#start")
+        page.check("#agree")
+        page.click("#consent-continue")  # no tutorial: straight to the warm-up
+        page.wait_for_selector("#warmup-continue")
+        t0 = time.monotonic()
+        page.wait_for_timeout(1500)
+        page.reload()
+        page.wait_for_selector("#survey-submit", timeout=20000)
+        assert 3.5 <= time.monotonic() - t0 <= 10
+        page.close()
+    finally:
+        srv.stop()
