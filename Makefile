@@ -1,27 +1,40 @@
 # nonolab: two commands on a fresh machine with Python 3.11 and pip:
 #   make reproduce   (whole workflow on the configured study; STUDY=path for another study,
-#                     RESULTS=dir to keep its results apart: one results folder per study)
+#                     PRESET=name|file for its preset, RESULTS=dir to keep its results apart:
+#                     one results folder per study, which remembers its study and preset)
 #   make test        (lint + tests)
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 CORES ?= 2
 STUDY ?=
+PRESET ?=
 SNAKE_ARGS ?=
 RESULTS ?=
-STUDY_CONFIG := $(if $(STUDY),--config study_dir=$(abspath $(STUDY)),)
-# RESULTS=dir: results/ (and .snakemake/) go under dir instead of this checkout.
-DIR_ARGS := $(if $(RESULTS),--snakefile $(CURDIR)/Snakefile --directory $(abspath $(RESULTS)),)
-REPORT := $(abspath $(or $(RESULTS),.))/results/report.html
+# STUDY, PRESET and RESULTS reach the recipes through the environment, quoted there, so that
+# paths with spaces or shell metacharacters work: `make reproduce STUDY="/data/my study"
+# RESULTS="out (1)"`. `nonolab run` checks the study and preset before Snakemake starts and turns
+# them into Snakemake arguments (--config study_dir=... preset=..., --directory ...); the results
+# folder remembers them (results/ingest/study.json), so `make figures` and `make report` need
+# only RESULTS=. RESULTS=dir: results/ (and .snakemake/) go under dir instead of this checkout.
+# PRESET: a name under config/studies/ or a file. ($(value ...): a `$` in a path stays a `$`.)
+export NONOLAB_STUDY := $(value STUDY)
+export NONOLAB_PRESET := $(value PRESET)
+export NONOLAB_RESULTS := $(value RESULTS)
+RUN := $(BIN)/python -m nonolab run --cores $(CORES) $${NONOLAB_STUDY:+--study "$$NONOLAB_STUDY"} \
+	$${NONOLAB_PRESET:+--preset "$$NONOLAB_PRESET"} --directory "$${NONOLAB_RESULTS:-.}"
 # Figure rules are named fig_*: `make figures` reruns only them (tables are reused as they are).
 FIGURE_RULES := $(shell grep -ho '^rule fig_[a-z0-9_]*' workflow/rules/*.smk | cut -d' ' -f2)
 
-.PHONY: install reproduce figures report test test-fast lint format bench bench-scale bench-recovery bench-pipeline clean help
+.PHONY: install reproduce figures report docs docs-figure test test-fast lint format bench bench-scale bench-recovery bench-pipeline clean help
 
 help:
-	@echo "make reproduce [STUDY=path] [RESULTS=dir]  run the workflow, write [dir/]results/"
+	@echo "make reproduce [STUDY=path] [PRESET=name|file] [RESULTS=dir]"
+	@echo "                             run the workflow and build the report in [dir/]results/"
 	@echo "make figures                 redraw figures from existing tables"
-	@echo "make report                  build results/report.html"
+	@echo "make report [RESULTS=dir]    build [dir/]results/report.html (the study report)"
+	@echo "make docs                    the Python API reference (pdoc) in build/docs/"
+	@echo "make docs-figure             redraw the README's figure (example study) in docs/figures/"
 	@echo "make test                    ruff, snakefmt --check, snakemake --lint, lint-imports, pytest"
 	@echo "make bench                   solve benchmark (needs the bench extra: OR-Tools)"
 	@echo "make bench-scale             ingest/features/models at 1,000 and 10,000 participants"
@@ -41,15 +54,16 @@ $(VENV)/.installed: pyproject.toml setup.py | $(BIN)/python
 install: $(VENV)/.installed
 
 # Targets and options come before --config, which takes every word after it.
+# `nonolab run` of the whole workflow ends by building the report.
 reproduce: install
-	$(BIN)/snakemake $(DIR_ARGS) $(SNAKE_ARGS) --cores $(CORES) $(STUDY_CONFIG)
-	$(BIN)/snakemake $(DIR_ARGS) --report $(REPORT) --cores $(CORES) $(STUDY_CONFIG)
+	$(RUN) -- $(SNAKE_ARGS)
 
 figures: install
-	$(BIN)/snakemake $(DIR_ARGS) figures --forcerun $(FIGURE_RULES) --cores $(CORES) $(STUDY_CONFIG)
+	$(RUN) figures -- --forcerun $(FIGURE_RULES)
 
+# The study report of the results folder (`nonolab report`; `nonolab run` builds it too).
 report: install
-	$(BIN)/snakemake $(DIR_ARGS) --report $(REPORT) --cores $(CORES) $(STUDY_CONFIG)
+	$(BIN)/python -m nonolab report --results "$${NONOLAB_RESULTS:-.}"
 
 lint: install
 	$(BIN)/ruff check src scripts tests benchmarks setup.py
@@ -62,6 +76,19 @@ format: install
 	$(BIN)/ruff check --fix src scripts tests benchmarks setup.py
 	$(BIN)/ruff format src scripts tests benchmarks setup.py
 	$(BIN)/snakefmt Snakefile workflow/rules
+
+# The API reference of `import nonolab` and its library modules (pdoc, from the docstrings).
+DOC_MODULES := nonolab nonolab.api nonolab.sat nonolab.measure nonolab.study nonolab.stats \
+	nonolab.sim nonolab.core
+docs: install
+	$(BIN)/pdoc --docformat restructuredtext --output-directory build/docs $(DOC_MODULES)
+
+# The README's figure: the example study's pause figure, drawn by the workflow, kept under docs/
+# so that it shows in a fresh clone.
+docs-figure: install
+	$(BIN)/nonolab run --study data/example-study --results build/example --cores $(CORES) \
+		--no-report results/figures/pause_gaps.png
+	cp build/example/results/figures/pause_gaps.png docs/figures/example-pause-gaps.png
 
 # Slow tests (marked `slow`) run only with NONOLAB_SLOW=1 (as in CI) or PYTEST_ARGS='-m slow'.
 test: lint
@@ -80,7 +107,7 @@ bench-recovery: install
 # From a clean results folder in a temporary directory; default study: ../shared/study-data if
 # present, else data/example-study. Writes results/bench/pipeline.json.
 bench-pipeline: install
-	$(BIN)/python benchmarks/pipeline_bench.py --cores $(CORES) $(if $(STUDY),--study $(abspath $(STUDY)),)
+	$(BIN)/python benchmarks/pipeline_bench.py --cores $(CORES) $${NONOLAB_STUDY:+--study "$$NONOLAB_STUDY"}
 
 clean:
 	rm -rf results .snakemake

@@ -37,9 +37,11 @@ tables = {
             f"the {int(vif['n'].iloc[0]) if len(vif) else 0} attempts complete in all of them."),
     "on_sat": (on_sat, f"SAT metric ({cov['solver']}, {cov['encoding']}; raw count) ~ pauses + "
                "pause rate per minute + time to solve (s) + errors + hints, OLS over the "
-               f"attempts: only {k} distinct metric values, so these p-values (as published) "
-               "treat repeated puzzle values as independent. p_fdr: BH over one model's "
-               "behaviours. alignment: corrected = by puzzle hash; published = row position."),
+               f"attempts: only {k} distinct metric values, so the OLS p-values (as published) "
+               "treat repeated puzzle values as independent; se_cluster/p_cluster: cluster-robust "
+               f"by puzzle (CR1, t on {k - 1} df), the inference the errata judge by. p_fdr, "
+               "p_cluster_fdr: BH over one model's behaviours. alignment: corrected = by puzzle "
+               "hash; published = row position."),
 }  # fmt: skip
 params = {**cov, "ratings_missing": missing, "min_obs": br.MIN_OBS}
 for name, (table, caption) in tables.items():

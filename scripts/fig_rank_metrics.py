@@ -2,15 +2,14 @@
 
 import logging
 
-import pandas as pd
-
 from nonolab.report.figures import save_figure
 from nonolab.report.figures.ranking import plot_rank_vs_metrics
+from nonolab.study.schemas import read_csv
 
 logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, format="%(message)s")
 p = snakemake.params
-points = pd.read_csv(snakemake.input.points, dtype={"puzzle_id": str, "source_hash": str})
-table = pd.read_csv(snakemake.input.table)
+points = read_csv(snakemake.input.points, dtype={"puzzle_id": str, "source_hash": str})
+table = read_csv(snakemake.input.table)
 main = {"solver": p.main_solver, "encoding": p.main_encoding}
 pick = lambda d: d[(d["solver"] == main["solver"]) & (d["encoding"] == main["encoding"])]  # noqa: E731
 save_figure(

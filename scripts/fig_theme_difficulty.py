@@ -3,13 +3,12 @@ theme (FDR-marked tests)."""
 
 import logging
 
-import pandas as pd
-
 from nonolab.report.figures import save_figure
 from nonolab.report.figures.themes import plot_theme_difficulty
+from nonolab.study.schemas import read_csv
 
 logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, format="%(message)s")
-tests = pd.read_csv(snakemake.input.tests)
+tests = read_csv(snakemake.input.tests)
 fig = plot_theme_difficulty(tests, alpha=snakemake.params.alpha)
 save_figure(fig, snakemake.output.png, snakemake.output.pdf)
 logging.info("wrote %s", snakemake.output.png)

@@ -6,7 +6,8 @@ import logging
 import pandas as pd
 
 from nonolab.core.tables import write_table
-from nonolab.stats.conclusion import moderation_conclusion
+from nonolab.stats.conclusion import conclusion_sentences, moderation_conclusion
+from nonolab.study.schemas import read_csv
 
 logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, format="%(message)s")
 log = logging.getLogger("moderation_conclusion")
@@ -18,7 +19,7 @@ def read(key: str) -> pd.DataFrame | None:
     if key not in inp.keys():
         log.info("no %s table (preset %s): its rows are left out", key, p.preset)
         return None
-    return pd.read_csv(inp[key])
+    return read_csv(inp[key])
 
 
 table, summary = moderation_conclusion(
@@ -30,14 +31,15 @@ table, summary = moderation_conclusion(
     moderator=p.moderator,
     alpha=p.alpha,
 )
-log.info("%s\n%s", table.to_string(), summary)
+sentences = conclusion_sentences(table, p.metrics, p.alpha)
+log.info("%s\n%s\n%s", table.to_string(), summary, sentences)
 write_table(
     table,
     snakemake.output.table,
     inputs=list(inp),
-    params={"preset": p.preset, "alpha": p.alpha, "summary": summary},
+    params={"preset": p.preset, "alpha": p.alpha, "summary": summary, "sentences": sentences},
     formats=("csv", "md", "tex"),
     caption="Metric x expertise interaction on final difficulty, step by step: published, "
     "reproduced, corrected alignment, maximal random effects, ordinal model. significant_at_05: "
-    f"BH-adjusted p over the metrics of a step < {p.alpha:g}. {summary}",
+    f"BH-adjusted p over the metrics of a step < {p.alpha:g}. {sentences}",
 )

@@ -2,10 +2,9 @@
 
 import logging
 
-import pandas as pd
-
 from nonolab.core.tables import write_table
 from nonolab.measure.sweep import merge_shards, pool_duplicates
+from nonolab.study.schemas import read_csv
 
 logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, format="%(message)s", force=True)
 log = logging.getLogger("pool_merge")
@@ -13,14 +12,10 @@ log = logging.getLogger("pool_merge")
 cfg = snakemake.params.settings
 size = int(cfg["size"])
 names = [str(p) for p in snakemake.input.pool]
-pool = merge_shards([pd.read_csv(p) for p in snakemake.input.pool], size, names=names)
+pool = merge_shards([read_csv(p) for p in snakemake.input.pool], size, names=names)
 keys = ("pool_index", "encoding", "solver")
-metrics = merge_shards(
-    [pd.read_csv(p) for p in snakemake.input.metrics], size, keys=keys, names=names
-)
-timing = merge_shards(
-    [pd.read_csv(p) for p in snakemake.input.timing], size, keys=keys, names=names
-)
+metrics = merge_shards([read_csv(p) for p in snakemake.input.metrics], size, keys=keys, names=names)
+timing = merge_shards([read_csv(p) for p in snakemake.input.timing], size, keys=keys, names=names)
 excluded = pool_duplicates(pool)
 log.info(
     "merged %d shards: %d puzzles, %d solver runs, %d repeated puzzles",

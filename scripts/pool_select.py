@@ -2,19 +2,18 @@
 
 import logging
 
-import pandas as pd
-
 from nonolab.core.tables import write_json, write_table
 from nonolab.measure.sweep import selection_table, study_puzzle_json
+from nonolab.study.schemas import read_csv
 
 logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, format="%(message)s", force=True)
 log = logging.getLogger("pool_select")
 
 cfg = snakemake.params.settings
 sel = cfg["select"]
-pool = pd.read_csv(snakemake.input.pool)
-metrics = pd.read_csv(snakemake.input.metrics)
-excluded = pd.read_csv(snakemake.input.excluded)
+pool = read_csv(snakemake.input.pool)
+metrics = read_csv(snakemake.input.metrics)
+excluded = read_csv(snakemake.input.excluded)
 selected = selection_table(
     pool,
     metrics,

@@ -5,14 +5,23 @@ import logging
 import pandas as pd
 
 from nonolab.core.tables import write_table
+from nonolab.study.schemas import read_csv
 
 logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, format="%(message)s", force=True)
 log = logging.getLogger("power_merge")
 
 cfg = snakemake.params.settings
-table = pd.concat([pd.read_csv(p) for p in snakemake.input], ignore_index=True)
-table = table.sort_values(["rho_true", "method", "n_puzzles", "n_participants"], kind="stable")
+# `design`: "grid" for the configured cells, "study" for the study's own design
+frames = [read_csv(p).assign(design="grid") for p in snakemake.input.grid]
+study = read_csv(snakemake.input.study)
+if len(study):
+    frames.append(study.assign(design="study"))
+table = pd.concat(frames, ignore_index=True)
+table = table.sort_values(
+    ["rho_true", "method", "n_puzzles", "n_participants", "design"], kind="stable"
+)
 log.info("%d cells, %d rows", len(snakemake.input), len(table))
+per = int(cfg.get("per_session") or 3)
 write_table(
     table,
     snakemake.output[0],
@@ -23,6 +32,7 @@ write_table(
     caption=(
         f"Power to detect a puzzle-level Spearman correlation (alpha {cfg['alpha']}, "
         f"{cfg['replications']} replications per cell, seed {cfg['seed']}); each participant "
-        "rates 3 puzzles."
+        f"rates {per} puzzles; design = study marks the study's own numbers of puzzles and "
+        "participants."
     ),
 )

@@ -1,5 +1,6 @@
 """Snakemake entry point of rule `ranking`: Bradley-Terry fit, bootstrap intervals (participant
-bootstrap, and the published analysis's k-squared semantics side by side), LR test."""
+bootstrap, and for a study with a published analysis its k-squared semantics side by side), LR
+test."""
 
 import logging
 
@@ -35,7 +36,8 @@ except NotStronglyConnectedError as e:
 
 progress = lambda i, n: log.info("bootstrap %d/%d", i, n)  # noqa: E731
 boots = {}
-for weighting in ("k", "k2"):
+# the published analysis's k-squared bootstrap only for a study whose preset has one
+for weighting in ("k", "k2") if p.published else ("k",):
     b = bootstrap_log_strengths(
         comparisons, items, p.n_boot, p.seed, progress=progress, weighting=weighting
     )
@@ -48,7 +50,7 @@ for weighting in ("k", "k2"):
         b.n_not_converged,
     )
     boots[weighting] = b
-boot, published = boots["k"], boots["k2"]
+boot, published = boots["k"], boots.get("k2")
 table = strengths_table(
     comparisons, items, boot, level=p.ci_level, hashes=hashes, published=published
 )
@@ -60,15 +62,26 @@ params = {
     "n_boot_used": boot.n_used,
     "n_boot_not_connected": boot.n_not_connected,
     "n_boot_not_converged": boot.n_not_converged,
-    "published_semantics": {
+    "status": table["status"].iloc[0] if len(table) else "no items",
+}
+if published is not None:
+    params["published_semantics"] = {
         "weighting": "k2",
         "n_boot": p.n_boot,
         "n_boot_used": published.n_used,
         "n_boot_not_connected": published.n_not_connected,
         "n_boot_not_converged": published.n_not_converged,
-    },
-    "status": table["status"].iloc[0] if len(table) else "no items",
-}
+    }
+caption = (
+    "Bradley-Terry strengths of reported difficulty (geometric mean 1) with "
+    f"{100 * p.ci_level:g}% participant-bootstrap intervals"
+)
+if published is not None:
+    caption += (
+        " (and, for comparison, the published analysis's intervals in which a participant "
+        "drawn k times counts k squared times)"
+    )
+caption += "; rank 1 = rated hardest."
 write_checked_table(
     table,
     snakemake.output.strengths,
@@ -77,9 +90,7 @@ write_checked_table(
     params=params,
     seeds={"bootstrap": p.seed},
     formats=("csv", "md", "tex"),
-    caption="Bradley-Terry strengths of reported difficulty (geometric mean 1) with 95% "
-    "participant-bootstrap intervals (and, for comparison, the published analysis's intervals "
-    "in which a participant drawn k times counts k squared times); rank 1 = rated hardest.",
+    caption=caption,
 )
 write_table(comparisons, snakemake.output.comparisons, inputs=list(snakemake.input), params=params)
 test["provenance"] = provenance(list(snakemake.input), params={"rating": p.rating})

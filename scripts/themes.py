@@ -5,6 +5,8 @@ of the participants in the ingest's participants table, each response once
 
 import logging
 
+import pandas as pd
+
 from nonolab.core.tables import write_table
 from nonolab.stats.themes import load_coded_responses, select_coded_responses, theme_tables
 from nonolab.study.schemas import read_table
@@ -19,7 +21,8 @@ coded, dropped = select_coded_responses(coded, set(participants["participant_id"
 if len(dropped):
     log.info("coded responses left out (%d):\n%s", len(dropped), dropped.to_string(index=False))
 attempts = read_table(snakemake.input.attempts, "features")
-tables, checks, n = theme_tables(coded, attempts, p.convergent)
+events = pd.read_parquet(snakemake.input.events)
+tables, checks, n = theme_tables(coded, attempts, p.convergent, events)
 log.info(
     "coded export %s: %d responses; %d rating reasons with a final difficulty and >= 1 theme "
     "code\n%s",
@@ -34,8 +37,15 @@ captions = {
     "present), Benjamini-Hochberg FDR.",
     "theme_prevalence": "Prevalence of difficulty themes among coded responses.",
     "strategy_prevalence": "Prevalence of strategies among coded strategy answers.",
-    "convergent": "Convergent checks: behaviour of attempts whose rating reason has the code vs "
-    "not.",
+    "convergent": "Convergent validity: behaviour of attempts whose rating reason names the theme "
+    "vs not (Mann-Whitney U, rank-biserial r = 1 - 2U/(n1 n2): positive = less of the behaviour "
+    "when named); p_fdr: Benjamini-Hochberg over the configured theme-behaviour pairs.",
+    "behaviour": "Every difficulty theme x every behaviour (solve time, pauses, hints, cell "
+    "errors, incorrect submissions), within participants: each behaviour as its percentile "
+    "within the puzzle; per participant with responses both with and without the theme, mean "
+    "with minus mean without (mean_difference, 0-1); Wilcoxon signed-rank over participants, "
+    "matched-pairs rank-biserial r (positive = more when named); p_fdr: Benjamini-Hochberg over "
+    "all themes x behaviours.",
 }
 params = {"coded_responses": p.coded_path, "n_responses": n}
 for name, table in tables.items():

@@ -158,3 +158,64 @@ def test_sdist_carries_the_workflow(installed, tmp_path):
         "data/example-study/nonograms_6.json",
     ):
         assert path in names, f"sdist lacks {path}"
+
+
+def test_a_new_lab_runs_its_own_study_from_an_install(installed, tmp_path):
+    """The new-lab scenario, as README.md and docs/presets.md tell it, from the installed
+    package: a lab's own study (8 participants, 4 simulated 8x8 puzzles, 4 a session, its own
+    puzzle file name) is refused without a preset with a message that says what to write, then runs with
+    its preset (`extends: default`), and `nonolab report` builds the report naming that study.
+    No step shows a Python or Snakemake traceback."""
+    _, env = installed
+    env = {**env, "NO_COLOR": "1"}
+    lab = tmp_path / "our lab"
+    lab.mkdir()
+    steps = []
+
+    def nonolab(*args: str) -> subprocess.CompletedProcess:
+        res = _run(["-m", "nonolab", *args], env, lab)
+        steps.append(res)
+        return res
+
+    made = nonolab(
+        "simulate",
+        "study",
+        "--participants",
+        "8",
+        "--puzzles",
+        "4",
+        "--size",
+        "8x8",
+        "--seed",
+        "26",
+    )
+    assert made.returncode == 0, made.stderr
+    (lab / "study" / "nonograms_6.json").rename(lab / "study" / "our_puzzles.json")
+
+    refused = nonolab("run", "--study", "study", "--results", "results-ours")
+    assert refused.returncode == 2
+    assert "`puzzle_file`" in refused.stderr and "our_puzzles.json" in refused.stderr
+    assert "docs/presets.md" in refused.stderr
+
+    (lab / "ours.yaml").write_text(
+        "extends: default\nname: our-lab\ndescription: Our lab's 8x8 study.\n"
+        "puzzle_file: our_puzzles.json\npuzzles_per_session: 4\n",
+        encoding="utf-8",
+    )
+    ran = nonolab("run", "--study", "study", "--preset", "ours.yaml", "--results", "results-ours")
+    assert ran.returncode == 0, ran.stdout[-3000:] + ran.stderr[-3000:]
+    out = lab / "results-ours" / "results"
+    assert f"report:  {out / 'report.html'}" in ran.stdout
+    assert len(ran.stdout.splitlines()) < 120  # a line per job, not Snakemake's log
+
+    report = nonolab("report", "--results", "results-ours")
+    assert report.returncode == 0, report.stderr
+    page = (out / "report.html").read_text(encoding="utf-8")
+    assert "our-lab" in page or str(lab / "study") in page
+    # nothing of the public study's design or published analysis
+    for phrase in ("67 participants", "6 puzzles", "fast (drag)", "published_semantics"):
+        assert phrase not in page, phrase
+
+    for res in steps:
+        text = res.stdout + res.stderr
+        assert "Traceback" not in text and "MissingInputException" not in text, text[-3000:]

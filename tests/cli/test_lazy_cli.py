@@ -134,7 +134,14 @@ def calls(monkeypatch):
         seen.append(list(cmd))
         return 0
 
+    def fake_run_logged(cmd, log_path, mode, out):
+        from nonolab.cli.snakemake_log import JobProgress
+
+        seen.append(list(cmd))
+        return run_cmd.Outcome(0, JobProgress())
+
     monkeypatch.setattr(run_cmd.subprocess, "call", fake_call)
+    monkeypatch.setattr(run_cmd, "run_logged", fake_run_logged)
     return seen
 
 
@@ -169,7 +176,7 @@ def test_run_merges_study_into_a_given_config(tmp_path, calls):
 
 
 def test_run_without_dashdash_and_study(tmp_path, calls):
-    assert main(["run", "--workdir", str(tmp_path)]) == 0
+    assert main(["run", "--workdir", str(tmp_path), "--no-report"]) == 0
     (cmd,) = calls
     assert cmd[-2:] == ["--directory", str(tmp_path.resolve())]
 

@@ -22,7 +22,8 @@ def _report(capsys, argv: list[str]) -> tuple[int, dict]:
 @pytest.mark.study
 def test_public_study_has_only_known_exclusions(study_dir, capsys):
     """The public study: the seven log files its preset excludes, the coded responses of one
-    of them and ten -1 ratings of skipped puzzles; nothing else."""
+    of them, ten -1 ratings of skipped puzzles and the 14 coded rating reasons whose rating
+    differs from the log's (the preset says why: themes.coded_ratings_differ); nothing else."""
     code, rep = _report(capsys, [str(study_dir)])
     assert code == 0
     assert rep["usable"] and rep["problems"] == []
@@ -31,6 +32,8 @@ def test_public_study_has_only_known_exclusions(study_dir, capsys):
     assert kinds.count("preset") == 7
     assert kinds.count("follows preset") == 6
     assert kinds.count("skipped puzzle") == 10
+    assert kinds.count("coded ratings (preset)") == 14
+    assert len(kinds) == 7 + 6 + 10 + 14
     s = rep["summary"]
     assert (s["participants"], s["attempts"], s["log_files"]) == (67, 201, 74)
     assert s["lines_read"] == s["lines_used"] + s["lines_excluded"] + s["lines_ignored"]

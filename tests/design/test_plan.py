@@ -7,7 +7,7 @@ import itertools
 import numpy as np
 import pytest
 import yaml
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from nonolab.design.plan import (
@@ -41,6 +41,7 @@ def _plan(k: int = 6, m: int = 3, seed: int = 0, **kw):
     return make_plan("t", _puzzles(k, seed), queues, k, {"selection": seed, "schedule": 1}, **kw)
 
 
+@settings(max_examples=30, deadline=None)
 @given(st.integers(3, 7), st.integers(1, 3), st.integers(0, 10_000))
 def test_round_trip(k: int, m: int, seed: int) -> None:
     plan = _plan(k, m, seed, analyses=({"name": "a", "kind": "spearman_bt", "role": "primary"},))

@@ -83,7 +83,7 @@ def test_every_plot_function_draws(tmp_path):
                     "alignment": ["published", "corrected"],
                     "metric": ["decisions", "decisions"],
                     "bt_rho": [0.5, 1.0],
-                    "perm_p": [1.0, 0.33],
+                    "bt_p": [1.0, 0.33],
                 }
             ),
         ),

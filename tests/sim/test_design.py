@@ -63,7 +63,14 @@ def test_default_design_changes_nothing():
 
 
 @pytest.mark.parametrize(
-    "kw", [{"per_session": 0}, {"per_session": 4}, {"missing": 1.5}, {"surveys": "some"}]
+    "kw",
+    [
+        {"per_session": 0},
+        {"per_session": 3, "per_session_min": 4},
+        {"per_session": 3, "per_session_min": 0},
+        {"missing": 1.5},
+        {"surveys": "some"},
+    ],
 )
 def test_bad_design_is_refused(kw):
     with pytest.raises(ValueError):

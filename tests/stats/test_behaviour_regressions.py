@@ -341,6 +341,7 @@ def test_aligned_rows_by_hand():
             "p": [0.0054, 0.6, 0.1442, 0.6],
         }
     )
+    rule = errata.Rule(p="p", estimate="coef", inference="t", family="the two terms")
     rows = errata.aligned_rows(
         pub,
         ours,
@@ -348,12 +349,16 @@ def test_aligned_rows_by_hand():
         columns={"coef": "coef", "p": "p"},
         quantity="f.csv {k} {label}",
         source="f.csv",
-        p_of={"coef": "p"},
+        rules={"coef": rule, "p": rule},
         significant=3,
     )
     # b keeps coef (0.100 at 3 significant digits) and p: only a's two values change
     assert [r["quantity"] for r in rows] == ["f.csv a coef", "f.csv a p"]
-    assert rows[0]["conclusion_changes"] == "yes: p < 0.05 published, >= corrected"
+    # BH over a and b: published 0.0108 / 0.6, corrected 0.2884 / 0.6
+    assert rows[0]["p_published_adjusted"] == pytest.approx(0.0108)
+    assert rows[0]["p_corrected_adjusted"] == pytest.approx(0.2884)
+    assert rows[0]["change_category"] == "significance"
+    assert rows[0]["family"] == "the two terms; BH over 2 tests"
     assert (rows[1]["published"], rows[1]["corrected"]) == (0.0054, 0.1442)
     assert "reproduces" in rows[1]["evidence"]
 
@@ -370,13 +375,14 @@ def test_errata_rows_of_the_behaviour_tables(features, raw, study_dir):
     assert err["published"] == pytest.approx(0.005408703819951611, rel=1e-12)
     assert err["reproduced_as_published"] == pytest.approx(err["published"], rel=1e-6)
     assert round(err["corrected"], 3) == 0.144
-    assert err["conclusion_changes"].startswith("yes")
-    # elsewhere no significance changes (a coefficient may change sign: said so)
-    others = [r["conclusion_changes"] for q, r in rows.items() if "error_count" not in q]
-    assert all(
-        c.startswith("no") or c.endswith("significance unchanged, p >= 0.05 either way")
-        for c in others
-    ), others
+    # judged by the cluster-robust SEs by puzzle (t on 5 df): .119 as published (the
+    # published OLS said .005), .316 corrected; neither significant, so no significance change
+    assert round(err["p_published_rule"], 3) == 0.119
+    assert round(err["p_corrected_rule"], 3) == 0.316
+    assert err["change_category"] == "estimate"
+    assert err["inference"].startswith("OLS with cluster-robust SEs by puzzle")
+    # no row of the table changes a conclusion under the rule
+    assert {r["change_category"] for r in rows.values()} == {"estimate"}
 
 
 def test_ols_table_without_residual_df_is_missing_not_an_error():

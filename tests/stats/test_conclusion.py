@@ -4,11 +4,13 @@ file), with hand-computed Benjamini-Hochberg values; and the published rows on t
 
 from __future__ import annotations
 
+import io
+
 import numpy as np
 import pandas as pd
 import pytest
 
-from nonolab.stats.conclusion import STEPS, moderation_conclusion
+from nonolab.stats.conclusion import STEPS, conclusion_sentences, moderation_conclusion
 
 METRICS = ("decisions", "propagations", "conflicts")
 MOD = "expertise_composite"
@@ -81,7 +83,8 @@ def test_every_step_in_order_with_hand_computed_fdr():
         raw_frame(), ordinal_frame(), maximal_frame(), published_frame()
     )
     assert list(table.columns) == [
-        "metric", "step", "coef", "p", "p_fdr", "significant_at_05", "note"
+        "metric", "step", "coef", "p", "p_fdr", "significant_at_05", "df_small_sample",
+        "p_small_sample", "lrt_p", "note",
     ]  # fmt: skip
     assert len(table) == 3 * len(STEPS)
     assert list(table["step"][:5]) == list(STEPS)
@@ -147,3 +150,42 @@ def test_published_rows_are_the_published_file(study_dir):
         assert t.loc[r["predictor"], "coef"] == r["interaction"]
         assert t.loc[r["predictor"], "p"] == r["p_interaction"]
     assert t["significant_at_05"].all()  # the published conclusion: all three moderate
+
+
+def _kr_maximal() -> pd.DataFrame:
+    m = maximal_frame()
+    m = m[m["structure"] == "reduced"].assign(kept=True)
+    m["p_kr"] = [0.3, 0.2, 0.04] * 2
+    m["lrt_p"] = [0.03, 0.5, 0.5] * 2
+    return m
+
+
+def test_sentences_are_computed_from_the_table_alone():
+    table, _ = moderation_conclusion(
+        raw_frame(), ordinal_frame(), _kr_maximal(), published_frame(), metrics=METRICS
+    )
+    got = conclusion_sentences(table)
+    # corrected p: decisions 0.01, propagations 0.04, conflicts 0.03: all significant
+    # unadjusted; BH over 3: 0.03, 0.04, 0.04: all survive; Kenward-Roger 0.3/0.2/0.04
+    assert (
+        "significant at 0.05 before any correction for decisions (linear mixed model p = 0.010, "
+        "ordinal model p = 0.020, maximal model's ML likelihood-ratio test p = 0.030)"
+    ) in got
+    assert "It disappears with the maximal model's Kenward-Roger test (p = 0.300, df 3.5)" in got
+    assert "adjusted p for conflicts = 0.040" in got
+    assert got.endswith(
+        "as published (row-position join), all 3 were significant (decisions p = 0.013, "
+        "propagations p = 0.006, conflicts p = 0.005)."
+    )
+    # the same sentences from the table written to CSV and read back
+    back = pd.read_csv(io.StringIO(table.to_csv(index=False)))
+    assert conclusion_sentences(back) == got
+
+
+def test_sentences_when_nothing_is_significant():
+    raw = raw_frame()
+    raw.loc[raw["term"].str.contains(":"), "p"] = 0.4
+    table, _ = moderation_conclusion(raw, None, metrics=METRICS)
+    got = conclusion_sentences(table)
+    assert "significant for none of the metrics even before correction" in got
+    assert "disappears" not in got and "as published" not in got  # no published table

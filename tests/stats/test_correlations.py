@@ -112,7 +112,8 @@ def test_table1_and_erratum_on_a_toy_study():
     assert len(t) == 2 * 2 * 3
     row = t.query("alignment == 'published' and solver == 's' and metric == 'propagations'")
     assert row["bt_rho"].item() == pytest.approx(1.0)
-    assert row["perm_p"].item() == pytest.approx(2 / 6)
+    assert row["bt_p"].item() == pytest.approx(2 / 6)
+    assert row["p_method"].item().startswith("exact permutation")
     row = t.query("alignment == 'corrected' and solver == 's' and metric == 'propagations'")
     assert row["bt_rho"].item() == pytest.approx(stats.spearmanr([0.5, 1, 2], [10, 30, 20])[0])
     # A constant metric gives NaN rather than a warning or a spurious number.

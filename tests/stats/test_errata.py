@@ -3,9 +3,13 @@ empty table of a study without published files (the example study, through Snake
 
 from __future__ import annotations
 
+import io
+
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from public_study import minisat_metrics, published_features, study_ingest
 from snake import snakemake
 from statsmodels.stats.multitest import multipletests
@@ -59,7 +63,10 @@ def test_bootstrap_rows_need_the_published_semantics_columns():
     assert len(rows) == 4
     r = rows[2]  # puzzle 1, lower bound: the interval now excludes 1
     assert (r["published"], r["reproduced_as_published"], r["corrected"]) == (0.8, 0.8, 1.2)
-    assert r["conclusion_changes"].startswith("yes") and "reproduces" in r["evidence"]
+    assert "reproduces" in r["evidence"] and r["cause_evidence"] == "error"
+    # the interval now excludes 1; intervals have no adjusted verdict: an estimate change
+    assert (r["significant_published"], r["significant_corrected"]) == (False, True)
+    assert r["significant_corrected_adjusted"] is None and r["change_category"] == "estimate"
 
 
 def test_theme_fdr_rows_recompute_the_narrow_family():
@@ -71,7 +78,12 @@ def test_theme_fdr_rows_recompute_the_narrow_family():
     # BH over A, B only: 0.02, 0.04; B crosses 0.05.
     assert [r["quantity"] for r in rows] == ["theme A FDR p", "theme B FDR p"]
     assert [r["reproduced_as_published"] for r in rows] == pytest.approx([0.02, 0.04])
-    assert rows[1]["conclusion_changes"].startswith("yes")
+    assert rows[1]["change_category"] == "significance"
+    assert rows[0]["change_category"] == "estimate"  # 0.02 -> 0.03: below 0.05 either way
+    assert (rows[1]["p_published_adjusted"], rows[1]["p_corrected_adjusted"]) == (
+        pytest.approx(0.04),
+        0.06,
+    )
     assert np.isnan(rows[0]["published"])
     assert errata.theme_fdr_rows(themes, min_present=1) == []
 
@@ -122,7 +134,10 @@ def test_public_study_table1_rows(study_dir):
     assert [f"{r['published']:.3f}" for r in bt] == ["-0.257", "-0.257", "0.000"]
     assert [f"{r['reproduced_as_published']:.3f}" for r in bt] == ["-0.257", "-0.257", "0.000"]
     assert [f"{r['corrected']:.3f}" for r in bt] == ["0.429", "0.429", "0.478"]
-    assert all(r["conclusion_changes"].startswith("yes: sign") for r in bt)
+    # every sign changes, but no correlation is significant either way: estimate changes only
+    assert all(r["effect_published"] <= 0 < r["effect_corrected"] for r in bt)
+    assert all(r["change_category"] == "estimate" for r in rows)
+    assert all(r["family"].endswith("BH over 3 tests") for r in rows)
     # |rho| of the raw conflicts correlation is unchanged, so its p is no erratum.
     assert "Table 1 raw p, conflicts" not in got and len(rows) == 11 + 3
     # the BH adjustment of the three BT p-values, published 0.934 / 0.934 / 1.000
@@ -132,8 +147,12 @@ def test_public_study_table1_rows(study_dir):
     want = multipletests(bt_p, method="fdr_bh")[1]
     assert [f"{r['published']:.3f}" for r in fdr] == ["0.934", "0.934", "1.000"]
     np.testing.assert_allclose([r["corrected"] for r in fdr], want, rtol=1e-12)
-    assert all(r["conclusion_changes"] == "no: p >= 0.05 either way" for r in fdr)
+    assert all(
+        (r["significant_published_adjusted"], r["significant_corrected_adjusted"]) == (False, False)
+        for r in fdr
+    )
     assert {r["cause"] for r in rows} == {errata.CAUSE_TABLE1}
+    assert {r["cause_evidence"] for r in rows} == {"error"}
 
 
 @pytest.mark.study
@@ -156,7 +175,8 @@ def test_public_study_theme_fdr_rows(study_dir, published):
         "0.0117",
     )
     # No theme crosses 0.05 between the two families.
-    assert all(r["conclusion_changes"].startswith("no") for r in rows)
+    assert all(r["change_category"] == "estimate" for r in rows)
+    assert all(r["p_published_rule"] == r["p_corrected_rule"] for r in rows)
 
 
 @pytest.mark.study
@@ -202,6 +222,9 @@ def test_public_study_pause_rows(study_dir, published):
     assert "4 EM iterations" in thr["evidence"]
     assert "component 0 mean (s)" not in got  # 0.012 s either way
     assert {r["cause"] for r in rows} == {errata.CAUSE_EM}
+    assert {r["change_category"] for r in rows} == {"estimate"}
+    # without an order check in the record every row is the early-stopped EM's error
+    assert {r["cause_evidence"] for r in rows} == {"error"}
 
 
 # -- a study without published files ------------------------------------------------------------
@@ -238,7 +261,8 @@ def test_selections_row():
     }
     (row,) = errata.selections_rows(record, 67)
     assert (row["published"], row["reproduced_as_published"], row["corrected"]) == (67, 67, 48)
-    assert row["conclusion_changes"] == "yes: the design covered 48 of 120 ordered selections"
+    assert "the design covered 48 of 120 ordered selections" in row["evidence"]
+    assert (row["cause_evidence"], row["change_category"]) == ("error", "estimate")
     assert errata.selections_rows(record, 48) == []
 
 
@@ -297,10 +321,23 @@ def test_public_study_moderation_rows(study_dir):
         assert r["published"] == pub.set_index("predictor").loc[m, "p_interaction"]
         assert r["reproduced_as_published"] == pytest.approx(r["published"], abs=2e-3)
         assert r["corrected"] == want[m]
-        got[m] = (round(r["corrected"], 3), r["conclusion_changes"])
-    assert got["decisions"] == (0.020, "no: p < 0.05 either way")
-    assert got["propagations"][0] == 0.052 and got["propagations"][1].startswith("yes")
-    assert got["conflicts"][0] == 0.064 and got["conflicts"][1].startswith("yes")
+        got[m] = r
+    # decisions x expertise: significant unadjusted either way (Satterthwaite .014 -> .022),
+    # but not after BH over the three metrics once corrected (.065): a significance change of
+    # the adjusted verdict, and the unadjusted columns show why
+    d = got["decisions"]
+    assert round(d["corrected"], 3) == 0.020
+    assert (d["significant_published"], d["significant_corrected"]) == (True, True)
+    assert (d["significant_published_adjusted"], d["significant_corrected_adjusted"]) == (
+        True,
+        False,
+    )
+    assert d["change_category"] == "significance" and d["family"].endswith("BH over 3 tests")
+    want_adj = multipletests([got[m]["p_corrected_rule"] for m in got], method="fdr_bh")[1]
+    np.testing.assert_allclose([got[m]["p_corrected_adjusted"] for m in got], want_adj)
+    assert round(got["propagations"]["corrected"], 3) == 0.052
+    assert round(got["conflicts"]["corrected"], 3) == 0.064
+    assert all(r["change_category"] == "significance" for r in got.values())
 
 
 @pytest.mark.study
@@ -326,7 +363,10 @@ def test_public_study_adjustment_rows(study_dir):
     raw = got["decisions raw_spearman_rho"]
     assert round(raw["published"], 3) == round(raw["reproduced_as_published"], 3) == -0.493
     assert round(raw["corrected"], 3) == 0.257
-    assert raw["conclusion_changes"].startswith("yes: sign negative -> positive")
+    assert raw["effect_published"] < 0 < raw["effect_corrected"]
+    assert raw["change_category"] == "estimate"  # six puzzles: p > 0.3 either way
+    # the corrected join alone (177 ratings) already moves -0.493 to 0.116: an error
+    assert raw["cause_evidence"] == "error" and "gives 0.116" in raw["evidence"]
     assert {r["cause"] for r in rows} == {errata.CAUSE_SAMPLE_AND_JOIN}
     order = errata.ALIGNED_TABLES["order_adjustment"](
         models, pd.read_csv(out / "order_adjustment_model_params.csv")
@@ -339,3 +379,118 @@ def test_public_study_adjustment_rows(study_dir):
     )
     assert all(r["reproduced_as_published"] == pytest.approx(r["published"]) for r in per_puzzle)
     assert any("puzzle 2 decisions" in r["quantity"] for r in per_puzzle)
+
+
+def _pause_record(order: bool) -> dict:
+    fit = {
+        "threshold_s": 2.356,
+        "threshold_log": float(np.log(2.356)),
+        "n_iter": 4,
+        "log_likelihood": -10.0,
+        "em_tol": 1e-3,
+        "means_log": [0.0],
+        "means_s": [1.0],
+        "sds_log": [1.0],
+        "weights": [1.0],
+        "delta_bic_vs_1": {"2": 2973.7, "3": 7387.1},
+    }
+    conv = fit | {"threshold_s": 1.517, "threshold_log": float(np.log(1.517)), "n_iter": 520}
+    conv |= {"delta_bic_vs_1": {"2": 3728.7, "3": 7593.9}}
+    rec = {"published_settings_fit": fit, "converged_fit": conv}
+    if order:
+        rec["order_dependence"] = {
+            "n_orders": 20,
+            "published_settings": {
+                "crossing_s": {"min": 2.3533, "max": 2.3567},
+                "delta_bic_2_vs_1": {"min": -289.3, "max": 2973.7},
+                "delta_bic_3_vs_1": {"min": 7387.12, "max": 7387.14},
+            },
+            "converged": {"crossing_s": {"min": 1.51742, "max": 1.51742}},
+        }
+    return rec
+
+
+def test_pause_rows_not_reproducible_when_the_order_moves_the_published_number():
+    published = {
+        "threshold_s": (2.36, 2),
+        "delta_bic_2": (2973.7, 1),
+        "delta_bic_3": (7387.1, 1),
+    }
+    plain = {r["quantity"]: r for r in errata.pause_rows(_pause_record(False), published)}
+    assert {r["cause_evidence"] for r in plain.values()} == {"error"}
+    rows = {r["quantity"]: r for r in errata.pause_rows(_pause_record(True), published)}
+    # 2.3533-2.3567 s spans 2.35 and 2.36; delta BIC(2) spans -289.3 to 2,973.7
+    assert rows["pause threshold (s)"]["cause_evidence"] == "not reproducible"
+    assert rows["BIC improvement, 2 vs 1 components"]["cause_evidence"] == "not reproducible"
+    # 7,387.12-7,387.14 rounds to 7,387.1 in every order: the early-stopped EM is the cause
+    assert rows["BIC improvement, 3 vs 1 components"]["cause_evidence"] == "error"
+    assert "1.5174200-1.5174200 s" in rows["pause threshold (s)"]["evidence"]
+    assert "give 2.353 to 2.357 over 20 random orders" in rows["pause threshold (s)"]["evidence"]
+    assert {r["change_category"] for r in rows.values()} == {"estimate"}
+
+
+def _judged(quantity: str, cause: str, p: tuple, effects: tuple, corrected: float = 2) -> dict:
+    """An errata row with verdict p-values (published, corrected, published adjusted,
+    corrected adjusted) and effects (published, corrected)."""
+    verdict = errata.Verdict(
+        p_published=p[0],
+        p_corrected=p[1],
+        p_published_adjusted=p[2],
+        p_corrected_adjusted=p[3],
+        effect_published=effects[0],
+        effect_corrected=effects[1],
+    )
+    return errata._row(quantity, 1, 1, corrected, "c", "e", cause, verdict)
+
+
+def _summary_table() -> pd.DataFrame:
+    rows = [
+        _judged("a", "error", (0.01, 0.2, 0.03, 0.3), (1, 1)),
+        _judged("b", "analysis choice", (0.01, 0.2, 0.06, 0.3), (1, 1)),
+        _judged("c", "error", (0.001, 0.001, 0.003, 0.003), (1, -2), corrected=-2),
+        errata._row("d", 1, 1, 2, "c", "e", "not reproducible"),
+    ]
+    return errata.errata_table(rows)
+
+
+def test_change_category_and_summary():
+    t = _summary_table()
+    assert list(t["change_category"]) == ["significance", "estimate", "direction", "estimate"]
+    got = errata.errata_summary(t)
+    assert got["rows"] == 4 and got["conclusions_changed"] == 2
+    assert got["change_category"] == {"significance": 1, "direction": 1, "estimate": 2}
+    assert got["cause_evidence"] == {"error": 2, "analysis choice": 1, "not reproducible": 1}
+    assert got["by_cause"]["error"] == {"significance": 1, "direction": 1, "estimate": 0}
+    # b changes unadjusted (0.01 -> 0.2) but not adjusted (0.06 -> 0.3)
+    assert got["significance_unadjusted"] == 2 and got["unadjusted_only"] == 1
+    # the same counts from the CSV as written and read back
+    back = pd.read_csv(io.StringIO(t.to_csv(index=False)))
+    assert errata.errata_summary(back) == got
+    assert errata.errata_summary(errata.errata_table([]))["rows"] == 0
+
+
+def test_cause_evidence_is_checked():
+    with pytest.raises(ValueError, match="cause_evidence"):
+        errata._row("a", 1, 1, 2, "c", "e", "bug")
+
+
+_P = st.one_of(st.just(float("nan")), st.floats(0, 1))
+_E = st.floats(-5, 5, allow_nan=False)
+
+
+@given(pa=_P, pb=_P, ea=_E, eb=_E, alpha=st.sampled_from([0.01, 0.05, 0.1]))
+@settings(max_examples=300, deadline=None)
+def test_change_category_invariants(pa, pb, ea, eb, alpha):
+    v = errata.Verdict(
+        p_published_adjusted=pa, p_corrected_adjusted=pb, effect_published=ea, effect_corrected=eb
+    )
+    row = v.fields(alpha)
+    cat = errata.change_category(row)
+    known = np.isfinite(pa) and np.isfinite(pb)
+    assert (cat == "significance") == (known and (pa < alpha) != (pb < alpha))
+    assert (cat == "direction") == (known and pa < alpha and pb < alpha and ea * eb < 0)
+    if not known:
+        assert cat == "estimate" and (
+            row["significant_published_adjusted"] is None
+            or row["significant_corrected_adjusted"] is None
+        )

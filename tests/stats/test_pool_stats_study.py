@@ -19,6 +19,7 @@ from nonolab.measure.tables import read_pool_statistics
 from nonolab.stats import pool_stats as ps
 from nonolab.stats.correlations import (
     behaviour_spearman,
+    erratum_table,
     raw_mean_rating,
     study_alignments,
     table1,
@@ -127,17 +128,27 @@ def test_bt_vs_sat_rows_with_fdr(attempts, metrics, strengths, study_dir):
     aligned = study_alignments(
         attempts, metrics, study_dir / "selected_six_nonogram_stats.csv", "block_start"
     )
-    t1 = table1(strengths, raw_mean_rating(attempts), aligned).query("alignment == 'published'")
-    t1 = t1.set_index("metric").loc[sat.index]
-    cols = ["bt_rho", "bt_p", "raw_rho", "raw_p", "bt_p_fdr", "n"]
-    np.testing.assert_allclose(t1[cols].astype(float), sat[cols].astype(float), atol=1e-12)
+    full = table1(strengths, raw_mean_rating(attempts), aligned)
+    t1 = full.query("alignment == 'published'").set_index("metric").loc[sat.index]
+    assert (t1["n"] == sat["n"]).all()
+    # the published p is asymptotic: the erratum's published-method columns reproduce it
+    err = erratum_table(full, "minisat22", "block_start").set_index("metric").loc[sat.index]
+    cols = ["bt_rho", "bt_p", "raw_rho", "raw_p", "bt_p_fdr"]
+    got = err[[f"published_{c}" for c in cols]].set_axis(cols, axis=1)
+    np.testing.assert_allclose(got.astype(float), sat[cols].astype(float), atol=1e-12)
+    np.testing.assert_allclose(t1["bt_p_asymptotic"], sat["bt_p"], atol=1e-12)
     # BH by hand over the three SAT p-values: 0.6228 * 3 / 2 for the two tied smallest.
     assert sat.loc["decisions", "bt_p_fdr"] == pytest.approx(sat.loc["decisions", "bt_p"] * 1.5)
     # Corrected: p = 0.3965, 0.3965, 0.3375 -> 1.0125, 0.5948, 0.3965 -> running minimum
     # from the largest p: every adjusted p is the largest raw p.
-    cor = table1(strengths, raw_mean_rating(attempts), aligned).query("alignment == 'corrected'")
-    assert cor["bt_p"].round(4).tolist() == [0.3965, 0.3965, 0.3375]
-    assert cor["bt_p_fdr"].tolist() == pytest.approx([cor["bt_p"].max()] * 3)
+    cor = err[[c for c in err.columns if c.startswith("corrected_")]]
+    assert cor["corrected_bt_p"].round(4).tolist() == [0.3965, 0.3965, 0.3375]
+    assert cor["corrected_bt_p_fdr"].tolist() == pytest.approx([0.3965] * 3, abs=1e-4)
+    # Table 1 itself shows the exact permutation p of 6 puzzles (a multiple of 1/720), and
+    # its FDR adjusts that p
+    shown = full.query("alignment == 'corrected'")
+    assert (shown["p_method"] == "exact permutation (all 720 orderings)").all()
+    assert np.allclose(shown["bt_p"] * 720, np.round(shown["bt_p"] * 720))
 
 
 def test_bt_vs_behaviour_rows(attempts, strengths, study_dir):
@@ -193,5 +204,5 @@ def test_latex_table1_rendering(attempts, metrics, strengths, study_dir):
     t1 = t1.set_index("metric")
     assert [r[0] for r in rows] == ["Decisions", "Propagations", "Conflicts"]
     for name, *vals in rows:
-        row = t1.loc[name.lower(), ["bt_rho", "bt_p", "raw_rho", "raw_p"]]
+        row = t1.loc[name.lower(), ["bt_rho", "bt_p_asymptotic", "raw_rho", "raw_p_asymptotic"]]
         assert [float(v) for v in vals] == [round(float(x), 3) for x in row]

@@ -208,6 +208,12 @@ def test_table_columns_and_weighting_guard():
         "ci_high",
         "rank",
     ]
+    assert "ci_low_published_semantics" in t.columns
+    # a study without a published analysis: no published-semantics columns, still valid
+    own = strengths_table(c, ITEMS, boot, hashes=HASHES)
+    validate_table(own, "bt_strengths", mode="write")
+    assert not own.columns.str.contains("published").any()
+    assert own.equals(t.drop(columns=["ci_low_published_semantics", "ci_high_published_semantics"]))
     with pytest.raises(ValueError, match="weighting"):
         strengths_table(c, ITEMS, k2)
     with pytest.raises(ValueError, match="weighting"):

@@ -161,7 +161,7 @@ def test_themes_tables_are_the_same_with_either_export(study_dir):
         coded, _ = select_coded_responses(
             load_coded_responses(study_dir / folder / "coded_responses.csv"), ids
         )
-        got.append(theme_tables(coded, att, conv))
+        got.append(theme_tables(coded, att, conv, tables["events"]))
     (a, _, na), (b, _, nb) = got
     assert na == nb == 167
     for name in a:

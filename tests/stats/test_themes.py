@@ -7,6 +7,7 @@ import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from scipy import stats
 from statsmodels.stats.multitest import multipletests
 
 from nonolab.stats.themes import (
@@ -18,8 +19,11 @@ from nonolab.stats.themes import (
     prevalence,
     rank_biserial,
     strategy_codes,
+    theme_behaviour_tests,
     theme_codes,
     theme_test_responses,
+    with_incorrect_submissions,
+    within_puzzle_percentile,
 )
 
 
@@ -158,3 +162,111 @@ def test_responses_of_participants_not_analysed_are_left_out(tmp_path):
     resp = theme_test_responses(used)
     assert resp["response_id"].tolist() == ["R0", "R1"]
     assert code_tests(resp, ["X"])["n_present"].tolist() == [1]
+
+
+def test_within_puzzle_percentile_by_hand():
+    v = pd.Series([10.0, 20.0, 20.0, 5.0, np.nan, 7.0])
+    puz = pd.Series(["a", "a", "a", "b", "b", "b"])
+    got = within_puzzle_percentile(v, puz)
+    # a: ranks 1, 2.5, 2.5 of 3 -> (r - 0.5) / 3; b: 5 and 7 of 2, NaN stays NaN
+    np.testing.assert_allclose(got[[0, 1, 2]], [0.5 / 3, 2 / 3, 2 / 3])
+    np.testing.assert_allclose(got[[3, 5]], [0.25, 0.75])
+    assert np.isnan(got[4])
+
+
+def test_incorrect_submissions_counts_wrong_checks():
+    attempts = pd.DataFrame({"participant_id": ["p", "p", "q"], "order": [1, 2, 1]})
+    events = pd.DataFrame(
+        {
+            "participant_id": ["p", "p", "p", "q", "p"],
+            "order": [1, 1, 1, 1, 2],
+            "phase": ["puzzle", "puzzle", "puzzle", "puzzle", "survey"],
+            "type": ["check_bank", "check_bank", "move", "check_bank", "check_bank"],
+            "solved": pd.array([False, True, pd.NA, True, False], dtype="boolean"),
+        }
+    )
+    got = with_incorrect_submissions(attempts, events)
+    assert list(got["incorrect_submissions"]) == [1, 0, 0]
+
+
+def _pairs_data(seed: int) -> tuple[pd.DataFrame, pd.DataFrame, np.ndarray]:
+    """Generated rating reasons of 12 participants x 3 puzzles; theme X on a random subset.
+    Returns (responses, attempts, per-participant differences computed by hand)."""
+    rng = np.random.default_rng(seed)
+    rows, att = [], []
+    for i in range(12):
+        for q in range(3):
+            x = int(rng.random() < 0.4)
+            rows.append({"participant": f"P{i}", "puzzle_id": str(q), "code_X": x})
+            att.append({"participant_id": f"P{i}", "puzzle_id": str(q), "b": rng.normal() + q})
+    resp, attempts = pd.DataFrame(rows), pd.DataFrame(att)
+    pct = within_puzzle_percentile(attempts["b"], attempts["puzzle_id"])
+    d = resp.assign(pct=pct.to_numpy())
+    diffs = []
+    for _, g in d.groupby("participant", sort=True):
+        if g["code_X"].nunique() == 2:
+            diffs.append(g.loc[g.code_X == 1, "pct"].mean() - g.loc[g.code_X == 0, "pct"].mean())
+    return resp, attempts, np.array(diffs)
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3, 4])
+def test_theme_behaviour_tests_equal_a_hand_wilcoxon(seed):
+    resp, attempts, diffs = _pairs_data(seed)
+    got = theme_behaviour_tests(resp, attempts, ["X"], ["b"]).iloc[0]
+    assert got["n_participants"] == len(diffs)
+    assert got["mean_difference"] == pytest.approx(diffs.mean())
+    diffs = np.round(diffs, 12)
+    nz = diffs[diffs != 0]
+    exact = len(np.unique(np.abs(nz))) == len(nz) == len(diffs)
+    if exact:
+        res = stats.wilcoxon(diffs, method="exact")
+    else:
+        res = stats.wilcoxon(diffs, method="asymptotic", correction=True)
+    assert got["p"] == pytest.approx(res.pvalue) and got["w"] == res.statistic
+    nz = diffs[diffs != 0]
+    r = stats.rankdata(np.abs(nz))
+    want = (r[nz > 0].sum() - r[nz < 0].sum()) / r.sum()
+    assert got["rank_biserial"] == pytest.approx(want)
+    assert got["p_fdr"] == pytest.approx(got["p"])  # a family of one
+
+
+def test_theme_behaviour_tests_need_pairs_and_columns():
+    resp, attempts, _ = _pairs_data(5)
+    resp["code_X"] = 1  # nobody has a response without the theme: no pairs, no test
+    got = theme_behaviour_tests(resp, attempts, ["X"], ["b"]).iloc[0]
+    assert got["n_participants"] == 0 and np.isnan(got["p"])
+    with pytest.raises(ValueError, match="lacks behaviour"):
+        theme_behaviour_tests(resp, attempts, ["X"], ["nope"])
+    empty = theme_behaviour_tests(resp, attempts, [], ["b"])
+    assert empty.empty and {"code", "p", "p_fdr", "rank_biserial"} <= set(empty.columns)
+
+
+_R_WILCOX = r"""
+d <- read.csv("d.csv")$d
+r <- wilcox.test(d, mu = 0)
+write.csv(data.frame(v = unname(r$statistic), p = r$p.value), "out.csv", row.names = FALSE)
+"""
+
+
+@pytest.mark.r
+@pytest.mark.parametrize("seed", [1, 2, 6, 7, 9])
+def test_theme_behaviour_wilcoxon_agrees_with_r(seed, tmp_path):
+    """R's wilcox.test with its defaults (exact below 50 pairs without ties, else normal with
+    tie and continuity correction) on the within-participant differences: the same p; R's V
+    is W+, scipy's statistic min(W+, W-)."""
+    import os
+
+    from nonolab.stats import rcheck
+
+    if not rcheck.r_available(["stats"]):
+        if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
+            pytest.fail("Rscript not available; under CI=true this is a failure, not a skip")
+        pytest.skip("Rscript not available")
+    resp, attempts, diffs = _pairs_data(seed)
+    got = theme_behaviour_tests(resp, attempts, ["X"], ["b"]).iloc[0]
+    pd.DataFrame({"d": np.round(diffs, 12)}).to_csv(tmp_path / "d.csv", index=False)
+    rcheck.run_r(_R_WILCOX, tmp_path)
+    ref = pd.read_csv(tmp_path / "out.csv").iloc[0]
+    assert got["p"] == pytest.approx(ref["p"], rel=1e-9)
+    n = int((np.round(diffs, 12) != 0).sum())  # R drops zero differences
+    assert min(ref["v"], n * (n + 1) / 2 - ref["v"]) == got["w"]

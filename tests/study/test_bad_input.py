@@ -445,10 +445,11 @@ def test_coded_themes_naming_unknown_participants_or_codes(tmp_path):
     derived = root / "riyad-analysis" / "derived"
     derived.mkdir(parents=True)
     (derived / "coded_responses.csv").write_text(
-        "response_id,participant_id,source_file,text,code_FOOT,code_ZZZ,codes_str\n"
-        "R1,P1,Good-p2.ndjson,easy start,1,0,FOOT\n"
-        "R2,P2,Ghost-p7.ndjson,hard,0,0,\n"
-        "R3,P1,Good-p2.ndjson,odd,2,0,FOOT|NOPE\n"
+        "response_id,participant_id,source_file,response_kind,final_difficulty,text,code_FOOT,"
+        "code_ZZZ,codes_str\n"
+        "R1,P1,Good-p2.ndjson,strategy,,easy start,1,0,FOOT\n"
+        "R2,P2,Ghost-p7.ndjson,strategy,,hard,0,0,\n"
+        "R3,P1,Good-p2.ndjson,strategy,,odd,2,0,FOOT|NOPE\n"
     )
     (derived / "codebook.md").write_text("| Code | Theme |\n|---|---|\n| `FOOT` | Footholds |\n")
     preset = tmp_path / "p.yaml"
@@ -787,11 +788,12 @@ def test_duplicated_coded_responses_are_ledgered(tmp_path):
     derived = root / "riyad-analysis" / "derived"
     derived.mkdir(parents=True)
     (derived / "coded_responses.csv").write_text(
-        "response_id,participant_id,source_file,text,code_FOOT,codes_str\n"
-        "R1,P1,Good-p2.ndjson,easy start,1,FOOT\n"
-        'R2,P1,Good-p2.ndjson,"two\nlines",0,\n'
-        "R1,P1,Good-p2.ndjson,easy start,1,FOOT\n"
-        "R2,P1,Good-p2.ndjson,other,0,\n"
+        "response_id,participant_id,source_file,response_kind,final_difficulty,text,code_FOOT,"
+        "codes_str\n"
+        "R1,P1,Good-p2.ndjson,strategy,,easy start,1,FOOT\n"
+        'R2,P1,Good-p2.ndjson,strategy,,"two\nlines",0,\n'
+        "R1,P1,Good-p2.ndjson,strategy,,easy start,1,FOOT\n"
+        "R2,P1,Good-p2.ndjson,strategy,,other,0,\n"
     )
     res = ingest(root)
     led = res.tables["ledger"]
@@ -845,6 +847,14 @@ def test_linked_log_folder_is_read(tmp_path):
         "name: x\npuzzle_file: nonograms_6.json\nlog_globs: [backend/*/*.ndjson]\n"
         "puzzles_per_session: 3\nparticipants:\n  default_participant_id: stem\n"
     )
+    # by default a link to a folder outside the study is not followed: ledgered, not read
+    res = ingest_study(root, load_preset(p))
+    assert sorted(res.tables["participants"]["source_file"]) == ["backend/logs/Good-p2.ndjson"]
+    row = _file_rows(res, "backend/more")
+    assert "outside the study folder" in row["reason"].iloc[0]
+    assert "follow_links_outside_study" in row["reason"].iloc[0]
+    # the documented preset option follows it
+    p.write_text(p.read_text() + "follow_links_outside_study: true\n")
     res = ingest_study(root, load_preset(p))
     assert sorted(res.tables["participants"]["source_file"]) == [
         "backend/logs/Good-p2.ndjson",

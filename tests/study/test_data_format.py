@@ -18,6 +18,7 @@ import jsonschema
 import pytest
 import yaml
 
+from nonolab.core.strict import json_loads
 from nonolab.sat.puzzles import PuzzleError, load_study_puzzles
 from nonolab.stats.themes import load_coded_responses
 from nonolab.study.ingest import ingest_study
@@ -44,19 +45,15 @@ def _validator(name: str, cls: Any = jsonschema.Draft202012Validator) -> Any:
 
 
 EVENT = _validator("event_log", StrictValidator)
-PUZZLES = _validator("puzzle_file")
+PUZZLES = _validator("puzzle_file", StrictValidator)
 CODED = _validator("coded_responses")
-
-
-def _no_constant(name: str) -> None:
-    raise ValueError(f"non-standard JSON constant {name}")
 
 
 def schema_accepts(raw: bytes) -> bool:
     """Return True when the log line (bytes) is UTF-8 JSON valid under the log-line schema."""
     try:
         text = raw.decode("utf-8").strip().removeprefix("\ufeff")
-        obj = json.loads(text, parse_constant=_no_constant)
+        obj = json_loads(text)  # refuses NaN/Infinity and repeated keys
     except ValueError:
         return False
     return EVENT.is_valid(obj)
@@ -158,7 +155,16 @@ T = '"t": "2026-03-01T10:00:00+00:00"'
         ('{"type": "ended_without_full_completion", "solved_flags": [true, null], ' + T + "}", True),
         ('{"type": "ended_without_full_completion", "solved_flags": [1], ' + T + "}", False),
         ('{"type": "check_bank", "puzzle_id": 2, "solved": 1, "mismatches": [], ' + T + "}", False),
-        ('{"type": "session_start_three", "queue": [0, "1"], ' + T + "}", False),
+        ('{"type": "session_start_three", "queue": [0, "1"], ' + T + "}", True),
+        ('{"type": "session_start_three", "queue": [0, "caf\\u00e9"], ' + T + "}", True),
+        ('{"type": "session_start_three", "queue": [0, true], ' + T + "}", False),
+        ('{"type": "session_start_three", "queue": [0, 1.0], ' + T + "}", False),
+        ('{"type": "session_start_three", "queue": [0, null], ' + T + "}", False),
+        ('{"type": "session_start_three", "queue": [0, ""], ' + T + "}", False),
+        ('{"type": "check_bank", "puzzle_id": "b", "solved": true, "mismatches": [], ' + T + "}", True),
+        ('{"type": "skip_puzzle", "puzzle_id": false, ' + T + "}", False),
+        ('{"type": "move", "r": 0, "c": 1, "value": 1, "value": 0, ' + T + "}", False),
+        ('{"type": "move", "type": "move", "r": 0, "c": 1, "value": 1, ' + T + "}", False),
         ('[1, 2]', False),
     ],
 )  # fmt: skip

@@ -37,7 +37,13 @@ def test_methods3_targets(res):
     assert s["identity_ok"]
     # every event type present is used or counted as ignored; none is unknown
     assert "(unknown)" not in s["events_by_type"]
-    assert s["ledger_by_level"] == {"file/excluded": 7, "attempt/kept": 10, "line/excluded": 6}
+    # line/kept: the coded rating reasons whose rating differs from the log's (kept as coded)
+    assert s["ledger_by_level"] == {
+        "file/excluded": 7,
+        "attempt/kept": 10,
+        "line/excluded": 6,
+        "line/kept": 14,
+    }
     assert sum(s["events_by_type"].values()) == s["events_read"]
 
 

@@ -362,8 +362,16 @@ def run_study(
         if coded_path.exists():
             coded = load_coded_responses(coded_path)
             coded, _ = select_coded_responses(coded, set(tables["participants"]["participant_id"]))
-            theme, _, n = theme_tables(coded, attempts, CONFIG["themes"]["convergent"])
-            assert set(theme) == {"tests", "theme_prevalence", "strategy_prevalence", "convergent"}
+            theme, _, n = theme_tables(
+                coded, attempts, CONFIG["themes"]["convergent"], tables["events"]
+            )
+            assert set(theme) == {
+                "tests",
+                "theme_prevalence",
+                "strategy_prevalence",
+                "convergent",
+                "behaviour",
+            }
             assert list(theme["tests"]["code"]) == theme_codes(coded)
             assert n >= 0
     return out

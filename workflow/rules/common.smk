@@ -5,6 +5,14 @@ from snakemake.utils import validate
 
 validate(config, schema="../schemas/config.schema.yaml")
 
+# The contract, stricter than `validate`: exact integers (1.0 and true are not), every value
+# within its bounds, and no config file naming a key twice. Fails the dry run, not a job.
+from nonolab.study.config import check_config, check_config_file
+
+for _configfile in workflow.configfiles:
+    check_config_file(_configfile)
+check_config(config)
+
 REPO = Path(workflow.basedir)
 
 
@@ -23,7 +31,7 @@ ALL_TARGETS = []
 FIGURES = []
 
 # Study preset (config/studies/*.yaml; `preset: auto` matches the study's puzzle-file sha256).
-from nonolab.study.presets import resolve_preset
+from nonolab.study.presets import log_sources, resolve_preset, study_file
 
 if not Path(STUDY).is_dir():
     raise ValueError(
@@ -39,35 +47,40 @@ PRESET_FILE = str(_PRESET.path)
 from nonolab.study.identity import check_results_study
 
 RESULTS_STUDY = check_results_study("results", STUDY, _PRESET) or {}
-config["results_study"] = RESULTS_STUDY
+# The captions' facts of the study (numbers of puzzles, participants, puzzles per session, drag
+# events, published analysis: nonolab.report.captions.study_facts), computed from the results.
+from nonolab.report.captions import study_facts
+
+config["results_study"] = RESULTS_STUDY | study_facts("results")
+config["results_study"]["published"] = bool(_PRESET.data.get("published"))
 
 
 def study_path(key, default=None):
     """Absolute path of a preset file entry; `key` may be dotted (e.g. `themes.coded_responses`).
 
-    Returns `default` when the preset has no such entry.
+    Returns `default` when the preset has no such entry. The path must lie inside the study
+    folder (nonolab.study.presets.study_file: no absolute path, no `..`, no link outside it).
     """
     node = PRESET
     for part in key.split("."):
         if not isinstance(node, dict) or part not in node:
             return default
         node = node[part]
-    return str(Path(STUDY) / node)
+    return str(study_file(STUDY, _PRESET, key))
 
 
 # Coded themes are optional: without the preset's coded-responses file (or with no
 # `themes.coded_responses` entry) the themes tables and figures are not targets.
 CODED_RESPONSES = study_path("themes.coded_responses")
 HAS_THEMES = CODED_RESPONSES is not None and Path(CODED_RESPONSES).is_file()
+CODEBOOK_FILE = study_path("themes.codebook")
 
 
 def study_logs():
-    """Every log file the preset's globs match now (sorted; empty if the study is not there)."""
-    root = Path(STUDY)
-    found = set()
-    for pattern in PRESET.get("log_globs", []):
-        found.update(str(p) for p in root.glob(pattern) if p.is_file())
-    return sorted(found)
+    """Every log file the ingest reads (nonolab.study.presets.log_sources: the same function
+    the ingest uses), sorted; a dry run after adding or renaming a log plans the ingest.
+    """
+    return sorted(str(s.path) for s in log_sources(STUDY, _PRESET) if s.read)
 
 
 def keep_initial_rating_sentinel():

@@ -59,7 +59,7 @@ rule design_study:
     log:
         "results/logs/design.log",
     benchmark:
-        "results/bench/rules/design.tsv"
+        "results/bench/rules/design_study.tsv"
     conda:
         "../../envs/nonolab.yaml"
     threads: 1

@@ -18,6 +18,9 @@ rule fig_pauses:
     input:
         gaps="results/pauses/gaps.csv",
         threshold="results/pauses/threshold.json",
+        # the study's facts (drag events name the fastest component)
+        study="results/ingest/study.json",
+        events="results/ingest/events.parquet",
     output:
         **fig_out("pause_gaps", "Pauses"),
     log:

@@ -16,6 +16,8 @@ rule ingest:
         puzzles=study_path("puzzle_file"),
         preset=PRESET_FILE,
         logs=study_logs(),
+        # the ingest cross-checks the coded responses against the logs and the codebook
+        coded=[p for p in (CODED_RESPONSES, CODEBOOK_FILE) if p and Path(p).is_file()],
     output:
         parquet=expand("results/ingest/{t}.parquet", t=INGEST_TABLES),
         csv=[

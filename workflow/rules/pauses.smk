@@ -6,6 +6,14 @@
 PAUSES_PRESET_THRESHOLD = PRESET.get("published", {}).get("pause_threshold_s")
 # The preset's published mixture-fit EM tolerance, or None (then the fit runs to convergence).
 PAUSES_PRESET_EM_TOL = PRESET.get("published", {}).get("pause_em_tol")
+# The data-order check of the fits (pauses.order_check); with only_published, run only when
+# the preset names a published fit (the check judges the published numbers; it costs about 40
+# refits).
+PAUSES_ORDER_CHECK = dict(
+    config["pauses"].get("order_check", {"n_orders": 0, "seed": 0})
+)
+if PAUSES_ORDER_CHECK.pop("only_published", False) and PAUSES_PRESET_EM_TOL is None:
+    PAUSES_ORDER_CHECK["n_orders"] = 0
 
 
 rule pauses:
@@ -18,6 +26,11 @@ rule pauses:
             category="Pauses",
         ),
         gaps="results/pauses/gaps.csv",
+        order=report(
+            "results/tables/pause_order_dependence.csv",
+            caption="../report/pause_order_dependence.rst",
+            category="Pauses",
+        ),
     log:
         "results/logs/pauses.log",
     benchmark:
@@ -41,8 +54,10 @@ rule pauses:
             converged=config["pauses"]["converged"],
             max_fit_gaps=config["pauses"].get("max_fit_gaps"),
         ),
+        order_check=PAUSES_ORDER_CHECK,
     script:
         "../../scripts/pauses.py"
 
 
 ALL_TARGETS.append("results/pauses/threshold.json")
+ALL_TARGETS.append("results/tables/pause_order_dependence.csv")

@@ -106,4 +106,30 @@ rule pool_paper:
         "results/pool_paper/selected_puzzles.json",
 
 
-ALL_TARGETS.extend(["results/pool/selected.csv", "results/pool/selected_puzzles.json"])
+rule pool_skipped:
+    output:
+        "results/pool/skipped.json",
+    log:
+        "results/logs/pool/skipped.log",
+    benchmark:
+        "results/bench/rules/pool_skipped.tsv"
+    conda:
+        "../../envs/nonolab.yaml"
+    threads: 1
+    resources:
+        mem_mb=200,
+        runtime=1,
+    params:
+        reason=POOL_SKIPPED,
+    script:
+        "../../scripts/pool_skipped.py"
+
+
+# The pool follows the study's puzzles (pool_common.smk: study_grid); without one grid size
+# the pool stages are skipped and results/pool/skipped.json says why.
+if POOL_SKIPPED is None:
+    ALL_TARGETS.extend(
+        ["results/pool/selected.csv", "results/pool/selected_puzzles.json"]
+    )
+else:
+    ALL_TARGETS.append("results/pool/skipped.json")

@@ -6,9 +6,41 @@ POOLS = ("pool", "pool_paper")
 POOL_WILDCARDS = {"pool": "|".join(POOLS), "shard": r"\d+"}
 
 
+def study_grid():
+    """Return ``(grid, reason)``: the pool grid matching the study's puzzles
+    (nonolab.measure.sweep.study_pool_grid), or None and why no candidate pool can match them.
+    """
+    from nonolab.measure.sweep import study_pool_grid
+    from nonolab.sat.puzzles import load_study_puzzles
+
+    path = study_path("puzzle_file")
+    try:
+        puzzles = load_study_puzzles(path)
+    except (
+        Exception
+    ) as e:  # the ingest reports it in full; the pool only needs the sizes
+        return None, f"the study's puzzle file {path} cannot be read ({e})"
+    return study_pool_grid(puzzles)
+
+
+STUDY_GRID, POOL_SKIPPED = study_grid()
+if all(config["pool"].get(k) is not None for k in ("height", "width", "filled")):
+    POOL_SKIPPED = None  # the config names the grid: generate that pool
+
+
 def pool_settings(pool):
-    """Return the effective settings of pool `pool` (`pool` or `pool_paper`) as a plain dict."""
+    """Return the effective settings of pool `pool` (`pool` or `pool_paper`) as a plain dict:
+    the config's, with a null height, width or filled taken from the study's puzzles
+    (:func:`study_grid`). Raises ValueError when the study's puzzles give none
+    (``POOL_SKIPPED`` says why)."""
     cfg = dict(config["pool"])
+    for key in ("height", "width", "filled"):
+        if cfg.get(key) is None:
+            if STUDY_GRID is None:
+                raise ValueError(
+                    f"config pool ({pool}): no pool.{key}, and {POOL_SKIPPED}"
+                )
+            cfg[key] = STUDY_GRID[key]
     if pool == "pool_paper":
         cfg.update(cfg.get("paper", {}))
     cfg.pop("paper", None)

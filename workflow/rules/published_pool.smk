@@ -13,6 +13,15 @@ PUBLISHED_POOL_INPUTS = {
     "metrics": "results/sat/metrics.csv",
     "strengths": "results/tables/bt_strengths.csv",
     **({"pool": PUBLISHED_POOL} if PUBLISHED_POOL else {}),
+    # without a published pool: the workflow's own pool, generated to match the study's puzzles
+    **(
+        {
+            "own_pool": "results/pool/metrics.csv",
+            "own_pool_puzzles": "results/pool/pool.csv",
+        }
+        if not PUBLISHED_POOL and POOL_SKIPPED is None
+        else {}
+    ),
     **({"selected": PUBLISHED_POOL_STATISTICS} if PUBLISHED_POOL_STATISTICS else {}),
     **({"schedule": ASSIGNMENT_SCHEDULE} if ASSIGNMENT_SCHEDULE else {}),
 }
@@ -49,7 +58,7 @@ rule published_pool:
         solver=config["ranking"]["main_solver"],
         encoding=config["ranking"]["main_encoding"],
         rating=config["ranking"]["rating"],
-        per_session=PRESET["puzzles_per_session"],
+        per_session=sorted(_PRESET.session_sizes),
     script:
         "../../scripts/published_pool.py"
 

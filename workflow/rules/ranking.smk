@@ -44,6 +44,8 @@ rule ranking:
         n_boot=config["ranking"]["bootstrap"],
         ci_level=config["ranking"]["ci_level"],
         seed=RANKING_SEED,
+        # the published analysis's k-squared intervals beside ours, only when it exists
+        published=bool(PRESET.get("published")),
     script:
         "../../scripts/ranking.py"
 
@@ -77,7 +79,7 @@ rule table1:
         rating=config["ranking"]["rating"],
         main_solver=config["ranking"]["main_solver"],
         main_encoding=config["ranking"]["main_encoding"],
-        exact_max_n=config["ranking"].get("permutation_exact_max_n", 8),
+        exact_max_n=config["ranking"].get("permutation_exact_max_n", 9),
         n_perm=config["ranking"].get("permutation_draws", 100000),
         seed=RANKING_SEED,
     script:

@@ -33,13 +33,36 @@ rule power_cell:
         "../../scripts/power_cell.py"
 
 
+rule power_study:
+    input:
+        study="results/ingest/study.json",
+        attempts="results/ingest/attempts.parquet",
+    output:
+        "results/power/study.csv",
+    log:
+        "results/logs/power/study.log",
+    benchmark:
+        "results/bench/rules/power_study.tsv"
+    conda:
+        "../../envs/nonolab.yaml"
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=30,
+    params:
+        settings=POWER,
+    script:
+        "../../scripts/power_study.py"
+
+
 rule power_merge:
     input:
-        expand(
+        grid=expand(
             "results/power/cells/p{n_puzzles}_n{n_participants}.csv",
             n_puzzles=POWER.get("n_puzzles", []),
             n_participants=POWER.get("n_participants", []),
         ),
+        study="results/power/study.csv",
     output:
         report(
             "results/tables/power.csv",

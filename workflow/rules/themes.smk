@@ -5,6 +5,7 @@ rule themes:
     input:
         coded=CODED_RESPONSES or "(the preset names no coded-responses file)",
         attempts="results/features/attempts.csv",
+        events="results/ingest/events.parquet",
         participants="results/ingest/participants.csv",
     output:
         tests=report(
@@ -17,6 +18,11 @@ rule themes:
         convergent=report(
             "results/tables/themes_convergent.csv",
             caption="../report/themes_convergent.rst",
+            category="Themes",
+        ),
+        behaviour=report(
+            "results/tables/themes_behaviour.csv",
+            caption="../report/themes_behaviour.rst",
             category="Themes",
         ),
     log:
@@ -43,5 +49,6 @@ if HAS_THEMES:  # coded themes are optional (common.smk)
             "results/tables/theme_prevalence.csv",
             "results/tables/strategy_prevalence.csv",
             "results/tables/themes_convergent.csv",
+            "results/tables/themes_behaviour.csv",
         ]
     )

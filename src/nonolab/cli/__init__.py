@@ -22,6 +22,10 @@ from collections.abc import Iterable, Sequence
 #: command -> (module under nonolab.cli.commands that registers it, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
     "run": ("run", "run the whole analysis workflow (Snakemake) on a study folder"),
+    "report": (
+        "report",
+        "build the study report (one self-contained HTML page) of a results folder",
+    ),
     "ingest": ("ingest", "read a study's logs into tidy tables and a ledger"),
     "features": ("ingest", "per-attempt behavioural features from ingest tables"),
     "validate": (
@@ -73,7 +77,10 @@ EXTRAS: dict[str, str] = {
             "pandera",
             "tabulate",
             "jinja2",
+            "pygments",
             "snakemake",
+            "docutils",
+            "itables",
         ),
         "pipeline",
     ),
@@ -116,6 +123,36 @@ class _VersionAction(argparse.Action):
         parser.exit()
 
 
+class HelpFormatter(argparse.HelpFormatter):
+    """Help text that names every option's default: ``(default: X)`` is appended to an
+    option's help unless the help already says ``default`` or there is nothing to name (no
+    default, a flag, a suppressed default)."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        default = action.default
+        if (
+            "default" in text
+            or default is None
+            or default is argparse.SUPPRESS
+            or isinstance(default, bool)
+            or not action.option_strings
+            or action.nargs == 0
+        ):
+            return text
+        shown = ",".join(map(str, default)) if isinstance(default, list | tuple) else default
+        return f"{text} (default: {str(shown).replace('%', '%%')})"
+
+
+class Parser(argparse.ArgumentParser):
+    """The parser of ``nonolab`` and of every sub-command: help names the defaults
+    (:class:`HelpFormatter`)."""
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        kwargs.setdefault("formatter_class", HelpFormatter)
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+
+
 def _command_of(argv: Sequence[str]) -> str | None:
     """Return the sub-command named in ``argv`` (its first word that is not an option)."""
     for word in argv:
@@ -134,12 +171,15 @@ def build_parser(commands: Iterable[str] | None = None) -> argparse.ArgumentPars
     """
     load = set(COMMANDS) if commands is None else set(commands)
     modules = {COMMANDS[c][0] for c in load if c in COMMANDS}
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="nonolab",
         description="Nonogram difficulty study pipeline and Nonogram SAT toolkit.",
+        epilog="`nonolab COMMAND --help` describes a command and its options. Exit status: 0 "
+        "success, 1 the command found problems (see its help), 2 a usage error or an input "
+        "that cannot be read.",
     )
     parser.add_argument("--version", action=_VersionAction)
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
     registered: set[str] = set()
     for name, (module_name, help_text) in COMMANDS.items():
         if name in registered:
@@ -166,12 +206,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         argv, passthrough = argv[:cut], argv[cut + 1 :]
     try:
         parser = build_parser([command] if command else [])
-        args = parser.parse_args(argv)
+        if not argv:
+            parser.print_help(sys.stderr)
+            return 2
+        args, unknown = parser.parse_known_args(argv)
+        if unknown:  # the command's own usage, not the top level's
+            sub = _subparser(parser, command)
+            (sub or parser).error(f"unrecognized arguments: {' '.join(unknown)}")
         if command in PASSTHROUGH:
             setattr(args, PASSTHROUGH[command], passthrough)
         if not getattr(args, "func", None):
-            parser.print_help()
-            return 0
+            parser.print_help(sys.stderr)
+            return 2
         code = int(args.func(args) or 0)
         sys.stdout.flush()  # a closed pipe shows here, not at the interpreter's exit
         return code
@@ -194,6 +240,14 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         print(f"nonolab: error: {os_error_message(exc)}", file=sys.stderr)
         return 2
+
+
+def _subparser(parser: argparse.ArgumentParser, command: str | None) -> Parser | None:
+    """Return the parser of sub-command ``command`` in ``parser`` (None if there is none)."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            return action.choices.get(command) if command else None
+    return None
 
 
 #: exit status after the reader of stdout went away (``nonolab solve ... | head``): 128 +

@@ -99,6 +99,7 @@ def os_error_message(exc: OSError) -> str:
 
 __all__ = [
     "encoding_name",
+    "grid_size",
     "hybrid_solver_name",
     "non_negative_int",
     "os_error_message",
@@ -106,3 +107,12 @@ __all__ = [
     "positive_seconds",
     "solver_name",
 ]
+
+
+def grid_size(text: str) -> tuple[int, int]:
+    """Return ``text`` of the form ``HxW`` (e.g. ``10x10``) as ``(height, width)``."""
+    try:
+        h, w = (int(x) for x in text.lower().split("x"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"size must look like 10x10, got {text!r}") from None
+    return h, w

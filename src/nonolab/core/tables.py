@@ -13,9 +13,14 @@ column), so the writers serve every layer above.
 
 from __future__ import annotations
 
+import contextlib
+import csv
+import errno
 import json
 import os
-from collections.abc import Iterable, Mapping
+import shutil
+import tempfile
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from importlib import metadata
 from pathlib import Path
 from typing import Any, Protocol
@@ -78,12 +83,117 @@ def provenance(
     }
 
 
+class OutputError(OSError):
+    """A file or folder could not be written; the message names it (``path``, the reason in
+    ``why``)."""
+
+    def __init__(self, code: int, path: Path, why: str) -> None:
+        super().__init__(code, f"cannot write {path}: {why}")
+        self.path, self.why = Path(path), why
+
+
+def _output_error(exc: OSError, path: Path) -> OutputError:
+    why = exc.strerror or str(exc)
+    if exc.errno == errno.ENOSPC:
+        why = "no space left on the device"
+    return OutputError(exc.errno or 0, path, why)
+
+
+@contextlib.contextmanager
+def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
+    """Yield a temporary path in ``path``'s folder (same suffix, so writers that go by the
+    suffix work) and rename it to ``path`` when the block ends without an exception.
+
+    The rename is atomic on POSIX: ``path`` holds either its previous content or the complete
+    new one, never a part (a killed process leaves at most a hidden ``.<name>.tmp-*`` file,
+    which no reader looks at). On any exception the temporary file is removed; an ``OSError``
+    (disk full, permissions) is raised again as :class:`OutputError` naming ``path``.
+    """
+    path = Path(path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp_name = tempfile.mkstemp(
+            prefix=f".{path.name}.tmp-", suffix=path.suffix, dir=path.parent
+        )
+        os.close(fd)
+    except OutputError:
+        raise
+    except OSError as exc:
+        raise _output_error(exc, path) from exc
+    tmp = Path(tmp_name)
+    try:
+        yield tmp
+        os.chmod(tmp, 0o666 & ~_umask())
+        os.replace(tmp, path)
+    except BaseException as exc:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        if isinstance(exc, OSError) and not isinstance(exc, OutputError):
+            raise _output_error(exc, path) from exc
+        raise
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def write_atomic(path: str | os.PathLike, write: Callable[[Path], Any]) -> None:
+    """Call ``write(tmp)`` on a temporary path next to ``path`` and rename it into place
+    (:func:`atomic_path`); e.g. ``write_atomic(p, lambda t: fig.savefig(t))``."""
+    with atomic_path(path) as tmp:
+        write(tmp)
+
+
+def write_text(path: str | os.PathLike, text: str, encoding: str = "utf-8") -> None:
+    """Write ``text`` to ``path`` atomically (:func:`atomic_path`), ``\\n`` line ends as
+    given."""
+    with atomic_path(path) as tmp, open(tmp, "w", encoding=encoding, newline="") as fh:
+        fh.write(text)
+
+
 def write_json(obj: Any, path: str | os.PathLike) -> None:
-    """Write ``obj`` as sorted, indented JSON (byte-stable) to ``path``."""
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w", encoding="utf-8", newline="\n") as fh:
-        json.dump(obj, fh, indent=2, sort_keys=True, default=_json_default)
-        fh.write("\n")
+    """Write ``obj`` as sorted, indented JSON (byte-stable) to ``path``, atomically."""
+    text = json.dumps(obj, indent=2, sort_keys=True, default=_json_default) + "\n"
+    write_text(path, text)
+
+
+@contextlib.contextmanager
+def atomic_folder(path: str | os.PathLike) -> Iterator[Path]:
+    """Yield a new empty sibling folder of ``path``; when the block ends without an exception
+    it replaces ``path`` as a whole (the previous folder is renamed aside, the new one renamed
+    into place, the previous one removed).
+
+    A reader sees the previous complete folder, the new complete one, or (for an instant, or
+    after a kill between the two renames) none: never a mix. On an exception the new folder is
+    removed and ``path`` is left as it was. ``OSError`` is raised as :class:`OutputError`
+    naming the folder.
+    """
+    path = Path(path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.tmp-", dir=path.parent))
+    except OSError as exc:
+        raise _output_error(exc, path) from exc
+    try:
+        yield tmp
+        os.chmod(tmp, 0o777 & ~_umask())
+        old = None
+        if path.exists() or path.is_symlink():
+            old = Path(tempfile.mkdtemp(prefix=f".{path.name}.old-", dir=path.parent))
+            os.replace(path, old / "previous")
+        os.replace(tmp, path)
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)
+    except BaseException as exc:
+        shutil.rmtree(tmp, ignore_errors=True)
+        if isinstance(exc, OutputError) and exc.path.is_relative_to(tmp):
+            # name the file where it was to go, not in the temporary folder
+            raise OutputError(exc.errno or 0, path / exc.path.relative_to(tmp), exc.why) from exc
+        if isinstance(exc, OSError) and not isinstance(exc, OutputError):
+            raise _output_error(exc, path) from exc
+        raise
 
 
 def _json_default(o: Any) -> Any:
@@ -100,6 +210,123 @@ def _json_default(o: Any) -> Any:
     if isinstance(o, Path):
         return o.as_posix()
     raise TypeError(f"not JSON serialisable: {type(o).__name__}")
+
+
+#: a text cell that starts with one of these is neutralised for spreadsheets (the quote itself
+#: too, so that reading back is exact): a leading ``=``, ``+``, ``-`` or ``@`` (or a tab or
+#: carriage return) makes Excel, LibreOffice and Google Sheets read the cell as a formula
+SPREADSHEET_TRIGGERS = ("=", "+", "-", "@", "\t", "\r", "'")
+#: the prefix that neutralises a cell (a single quote: a spreadsheet shows the rest as text)
+SPREADSHEET_PREFIX = "'"
+#: what pandas reads as missing by default; in text columns (:func:`csv_read_options`) none is
+NA_STRINGS = (
+    "",
+    "#N/A",
+    "#N/A N/A",
+    "#NA",
+    "-1.#IND",
+    "-1.#QNAN",
+    "-NaN",
+    "-nan",
+    "1.#IND",
+    "1.#QNAN",
+    "<NA>",
+    "N/A",
+    "NA",
+    "NULL",
+    "NaN",
+    "None",
+    "n/a",
+    "nan",
+    "null",
+)
+
+
+def neutralise_cell(v: Any) -> Any:
+    """Return text cell ``v`` prefixed with a single quote when it starts with a
+    :data:`SPREADSHEET_TRIGGERS` character (``=HYPERLINK(..)`` -> ``'=HYPERLINK(..)``); any
+    other value (numbers, missing values, other text) unchanged. :func:`restore_cell` undoes
+    it."""
+    if isinstance(v, str) and v.startswith(SPREADSHEET_TRIGGERS):
+        return SPREADSHEET_PREFIX + v
+    return v
+
+
+def restore_cell(v: Any) -> Any:
+    """Return text cell ``v`` as it was before :func:`neutralise_cell` (one leading quote
+    removed when a trigger character follows it); any other value unchanged."""
+    if (
+        isinstance(v, str)
+        and v.startswith(SPREADSHEET_PREFIX)
+        and v[1:2]
+        and v[1:].startswith(SPREADSHEET_TRIGGERS)
+    ):
+        return v[1:]
+    return v
+
+
+def _is_text(dtype: Any) -> bool:
+    return getattr(dtype, "kind", "O") in "OSU" or str(dtype) in ("string", "str")
+
+
+def spreadsheet_safe(df: Table) -> Table:
+    """Return ``df`` with every text cell neutralised (:func:`neutralise_cell`); numeric,
+    boolean and date columns are not touched (a negative number stays a number). ``df`` itself
+    is returned when no cell needs it."""
+    out = None
+    for c in df.columns:
+        col = df[c]
+        if not _is_text(col.dtype):
+            continue
+        new = col.map(neutralise_cell)
+        if not new.equals(col):
+            if out is None:
+                out = df.copy()
+            out[c] = new
+    return df if out is None else out
+
+
+def _has_cr(df: Table) -> bool:
+    """Return True when a text cell or a column name of ``df`` holds a carriage return."""
+    if any("\r" in str(c) for c in df.columns):
+        return True
+    return any(
+        any(isinstance(v, str) and "\r" in v for v in df[c])
+        for c in df.columns
+        if _is_text(df[c].dtype)
+    )
+
+
+def is_text_column(name: Any, text: Iterable[str] = ()) -> bool:
+    """Return True for a column read as text whatever it holds: one named in ``text`` or an id
+    column (``id`` or ending in ``_id``)."""
+    name = str(name)
+    return name in set(text) or name == "id" or name.endswith("_id")
+
+
+def csv_read_options(columns: Iterable[Any], text: Iterable[str] = ()) -> dict[str, Any]:
+    """Return the ``pandas.read_csv`` options for a table written by :func:`write_table` with
+    the header ``columns``: text columns (:func:`is_text_column`) as ``str`` with no missing
+    values at all (``NA``, ``null``, ``nan``, ``None`` and the empty cell stay text), the other
+    columns with pandas' usual missing values (:data:`NA_STRINGS`). Apply
+    :func:`restore_cells` to the frame read."""
+    text = list(text)
+    cols = list(columns)
+    txt = [c for c in cols if is_text_column(c, text)]
+    return {
+        "dtype": dict.fromkeys(txt, str),
+        "keep_default_na": False,
+        "na_values": {c: ([] if c in txt else list(NA_STRINGS)) for c in cols},
+    }
+
+
+def restore_cells(df: Table) -> Table:
+    """Return ``df`` (read back from CSV) with every neutralised text cell restored
+    (:func:`restore_cell`), in place."""
+    for c in df.columns:
+        if _is_text(df[c].dtype):
+            df[c] = df[c].map(restore_cell)
+    return df
 
 
 def table_record(
@@ -134,15 +361,22 @@ def write_table(
     written with ``%.10g`` so output is byte-identical across reruns.
     """
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
     formats = set(formats) | {"csv"}
-    df.to_csv(path, index=False, float_format=FLOAT_FORMAT, lineterminator="\n")
+    cells = spreadsheet_safe(df)
+    # a carriage return inside a cell is not quoted by the CSV writer under "\n" line ends
+    # (readers would split the row there): such a table has every cell quoted
+    quoting = csv.QUOTE_ALL if _has_cr(cells) else csv.QUOTE_MINIMAL
+    with atomic_path(path) as tmp:
+        cells.to_csv(
+            tmp, index=False, float_format=FLOAT_FORMAT, lineterminator="\n", quoting=quoting
+        )
     if "parquet" in formats:
-        df.to_parquet(path.with_suffix(".parquet"), index=False)
+        with atomic_path(path.with_suffix(".parquet")) as tmp:
+            df.to_parquet(tmp, index=False)
     if "md" in formats:
-        path.with_suffix(".md").write_text(to_markdown(df, caption), encoding="utf-8")
+        write_text(path.with_suffix(".md"), to_markdown(df, caption))
     if "tex" in formats:
-        path.with_suffix(".tex").write_text(to_latex(df, caption), encoding="utf-8")
+        write_text(path.with_suffix(".tex"), to_latex(df, caption))
     rec = table_record(df, path.name, inputs=inputs, params=params, seeds=seeds)
     write_json(rec, path.with_name(path.stem + ".provenance.json"))
 
@@ -158,8 +392,8 @@ def write_parquet_table(
     """Write ``df`` as Parquet only to ``path`` (a ``.parquet`` path) and its provenance
     sidecar ``<stem>.provenance.json`` (:func:`table_record`)."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    df.to_parquet(path, index=False)
+    with atomic_path(path) as tmp:
+        df.to_parquet(tmp, index=False)
     rec = table_record(df, path.name, inputs=inputs, params=params, seeds=seeds)
     write_json(rec, path.with_name(path.stem + ".provenance.json"))
 

@@ -105,6 +105,7 @@ class DesignSettings:
     replications: int = 1000
     lmm_replications: int = 500
     maximal_replications: int = 0
+    maximal_df: str = "satterthwaite"
     random_selections: int = 1000
     seed: int = 20261205
     name: str = "next-study"
@@ -379,7 +380,7 @@ def run_design(
     maximal_row = None
     if s.maximal_replications:
         maximal_row = maximal_power(
-            plan_design, s.maximal_replications, seeds["power"], s.rating, s.alpha
+            plan_design, s.maximal_replications, seeds["power"], s.rating, s.alpha, s.maximal_df
         )
         tick("maximal")
 
@@ -434,6 +435,26 @@ def run_design(
                     "power": round(r.power, 6),
                     "mc_ci": [round(lo, 6), round(hi, 6)],
                     "replications": r.replications,
+                },
+            }
+        )
+    if maximal_row is not None:
+        lo, hi = maximal_row.interval()
+        analyses_rec.append(
+            {
+                "name": "moderation_maximal",
+                "kind": "moderation_maximal",
+                "role": "secondary",
+                "family": "sensitivity (reported, not corrected)",
+                "model": _MODELS["moderation_maximal"].format(m=s.primary_metric),
+                "test": f"REML; two-sided t test of metric:expertise with {s.maximal_df} df",
+                "alpha": s.alpha,
+                "settings": _settings("moderation_lmm", s),
+                "power": {
+                    "participants": n_plan,
+                    "power": round(maximal_row.power, 6),
+                    "mc_ci": [round(lo, 6), round(hi, 6)],
+                    "replications": maximal_row.replications,
                 },
             }
         )
@@ -501,6 +522,10 @@ _MODELS = {
     "behaviour_lmm": "behaviour ~ {m} + (1 | participant_id) + (1 | puzzle_hash)",
     "moderation_lmm": (
         "final_difficulty ~ {m} * expertise_composite + (1 | participant_id) + (1 | puzzle_hash)"
+    ),
+    "moderation_maximal": (
+        "final_difficulty ~ {m} * expertise_composite + (1 + {m} | participant_id) "
+        "+ (1 | puzzle_hash)"
     ),
 }
 _TESTS = {

@@ -58,6 +58,27 @@ class SweepError(ValueError):
     """A sweep configuration or a set of shard tables is inconsistent."""
 
 
+def study_pool_grid(puzzles: Sequence[Puzzle]) -> tuple[dict[str, int] | None, str | None]:
+    """Return ``(grid, reason)``: the candidate-pool grid that matches a study's puzzles,
+    ``{"height", "width", "filled"}`` (their one grid size and the lower median of their
+    solutions' filled cells; half the cells when no solution is given) with ``reason`` None;
+    or ``(None, reason)`` when no one pool matches them (several grid sizes, or no puzzles)."""
+    sizes = sorted({(p.height, p.width) for p in puzzles})
+    if len(sizes) != 1:
+        listed = ", ".join(f"{h}x{w}" for h, w in sizes) or "none"
+        return None, (
+            f"the study's puzzles have {len(sizes)} grid sizes ({listed}): no one candidate "
+            "pool matches them (set config pool.height, pool.width and pool.filled to "
+            "generate one anyway)"
+        )
+    (h, w), filled = sizes[0], []
+    for p in puzzles:
+        if p.solution is not None:
+            filled.append(int(np.asarray(p.solution).sum()))
+    med = int(sorted(filled)[(len(filled) - 1) // 2]) if filled else (h * w) // 2
+    return {"height": h, "width": w, "filled": med}, None
+
+
 def shard_bounds(size: int, shards: int) -> list[tuple[int, int]]:
     """Return the ``[start, stop)`` pool-index range of every shard, in shard order.
 

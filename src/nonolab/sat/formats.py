@@ -40,6 +40,7 @@ import tomllib
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
+from nonolab.core.tables import write_text
 from nonolab.sat.puzzles import Clue, Grid, Puzzle, PuzzleError, load_study_puzzles
 
 
@@ -821,4 +822,4 @@ def write_puzzles(puzzles: Sequence[Puzzle], path: str | Path, fmt: str | None =
         raise ValueError(".nin holds exactly one puzzle")
     if fmt == "non" and len(puzzles) > 1 and path.suffix.lower() == ".non":
         raise ValueError("several puzzles go in a .nonpack bundle, not a .non file")
-    path.write_text(_WRITERS[fmt](list(puzzles)), encoding="utf-8", newline="\n")
+    write_text(path, _WRITERS[fmt](list(puzzles)))

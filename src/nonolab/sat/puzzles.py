@@ -21,6 +21,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from nonolab.core.strict import DuplicateKeyError, json_loads, normalise_id
+
 Clue = tuple[int, ...]
 Grid = tuple[tuple[int, ...], ...]
 
@@ -231,9 +233,11 @@ def load_study_puzzles(path: str | Path) -> list[Puzzle]:
     path = Path(path)
     try:
         # utf-8-sig: a byte-order mark is not content; NaN/Infinity are not JSON numbers
-        data = json.loads(path.read_text(encoding="utf-8-sig"), parse_constant=_no_constant)
+        data = json_loads(path.read_text(encoding="utf-8-sig"))
     except FileNotFoundError:
         raise FileNotFoundError(f"puzzle file {path} does not exist") from None
+    except DuplicateKeyError as exc:
+        raise PuzzleError(f"{path}: {exc} (which value is meant is unknown)") from None
     except (UnicodeDecodeError, ValueError) as exc:
         raise PuzzleError(f"{path}: not a JSON puzzle file ({exc})") from None
     except RecursionError:
@@ -243,14 +247,27 @@ def load_study_puzzles(path: str | Path) -> list[Puzzle]:
     if not isinstance(data, list):
         raise PuzzleError(f"{path}: expected a JSON list of puzzles")
     out: list[Puzzle] = []
-    seen: set[str] = set()
+    seen: dict[str, object] = {}
     for i, item in enumerate(data):
         if not isinstance(item, dict):
             raise PuzzleError(f"{path}: entry {i} is not an object")
-        label = str(item.get("id", i))
+        raw_id = item.get("id", i)
+        if isinstance(raw_id, bool) or not isinstance(raw_id, int | str) or raw_id == "":
+            raise PuzzleError(
+                f"{path}: entry {i}: puzzle id {json.dumps(raw_id)} is not an integer or a "
+                "non-empty string"
+            )
+        label = normalise_id(raw_id) if isinstance(raw_id, str) else str(raw_id)
         if label in seen:
-            raise PuzzleError(f"{path}: puzzle id {label} appears twice")
-        seen.add(label)
+            other = seen[label]
+            how = (
+                f" (as {json.dumps(other)} and {json.dumps(raw_id)}: the same text in Unicode "
+                'normal form C, or 3 and "3")'
+                if other != raw_id
+                else ""
+            )
+            raise PuzzleError(f"{path}: puzzle id {label} appears twice{how}")
+        seen[label] = raw_id
         sol = item.get("solution")
         clues = item.get("clues")
         try:
@@ -264,7 +281,3 @@ def load_study_puzzles(path: str | Path) -> list[Puzzle]:
             raise PuzzleError(f"{path}: puzzle id {label}: {exc}") from None
         out.append(p)
     return out
-
-
-def _no_constant(name: str) -> float:
-    raise ValueError(f"non-standard JSON constant {name}")

@@ -30,7 +30,10 @@ _MARKERS = {"skip_puzzle", "puzzle_advanced", "ended_without_full_completion"}
 class StudyDesign:
     """How to reshape a simulated study (see the module docstring).
 
-    ``per_session``: puzzles each session serves (1-3); ``missing``: probability that each
+    ``per_session``: puzzles each session serves (at most the simulated sessions' size, 3
+    unless the study is simulated with more); ``per_session_min``: when set, each session
+    serves a number drawn uniformly from ``per_session_min`` .. ``per_session`` (sessions that
+    ran out of time); ``missing``: probability that each
     rating (initial and final, independently) is left out; ``surveys``: one of
     :data:`SURVEYS`; ``unrated``: a puzzle id whose ratings are all left out (None: none);
     ``tied``: every rating is 3.
@@ -41,10 +44,15 @@ class StudyDesign:
     surveys: str = "all"
     unrated: str | None = None
     tied: bool = False
+    per_session_min: int | None = None
 
     def __post_init__(self) -> None:
-        if not 1 <= self.per_session <= 3:
-            raise ValueError(f"per_session must be 1-3, got {self.per_session}")
+        if self.per_session < 1:
+            raise ValueError(f"per_session must be at least 1, got {self.per_session}")
+        if self.per_session_min is not None and not 1 <= self.per_session_min <= self.per_session:
+            raise ValueError(
+                f"per_session_min must be 1-{self.per_session}, got {self.per_session_min}"
+            )
         if not 0.0 <= self.missing <= 1.0:
             raise ValueError(f"missing must be a probability, got {self.missing}")
         if self.surveys not in SURVEYS:
@@ -54,6 +62,12 @@ class StudyDesign:
     def reshapes(self) -> bool:
         """Whether the design changes anything."""
         return self != StudyDesign()
+
+    @property
+    def sizes(self) -> tuple[int, ...]:
+        """Every number of puzzles a session of this design may serve."""
+        low = self.per_session if self.per_session_min is None else self.per_session_min
+        return tuple(range(low, self.per_session + 1))
 
 
 def _slots(events: list[dict]) -> tuple[list[dict], list[list[dict]], list[dict]]:
@@ -88,9 +102,10 @@ def _cut_session(head: list[dict], slots: list[list[dict]], k: int) -> list[str]
     """Cut the session to its first ``k`` slots (in place) and end it with the platform's
     completion marker; return the served queue."""
     start = next(e for e in head if e["type"] == "session_start_three")
+    served = len(start["queue"])
     start["queue"] = start["queue"][:k]
     del slots[k:]
-    if k < 3:
+    if k < served:
         last = slots[-1]
         while last and last[-1]["type"] == "puzzle_advanced":
             last.pop()
@@ -110,9 +125,17 @@ def reshape_session(lines: list[str], design: StudyDesign, rng: np.random.Genera
     """Return one simulated session's log lines reshaped as ``design`` says."""
     events = [json.loads(x) for x in lines]
     head, slots, tail = _slots(events)
-    if len(slots) != 3:
-        raise ValueError(f"a simulated session has 3 puzzle slots, this one {len(slots)}")
-    queue = _cut_session(head, slots, design.per_session)
+    start = next(e for e in head if e["type"] == "session_start_three")
+    n_slots = len(start["queue"])
+    if len(slots) != n_slots or design.per_session > n_slots:
+        raise ValueError(
+            f"a simulated session of {n_slots} puzzles has {len(slots)} puzzle slots; the design "
+            f"serves up to {design.per_session}"
+        )
+    k = design.per_session
+    if design.per_session_min is not None:
+        k = int(rng.integers(design.per_session_min, design.per_session + 1))
+    queue = _cut_session(head, slots, k)
     for e in head:
         if e.get("survey_type") == "pre" and design.surveys == "empty_pre":
             e["answers"] = {}
@@ -132,7 +155,7 @@ def reshape_session(lines: list[str], design: StudyDesign, rng: np.random.Genera
             if design.surveys in ("no_post", "none"):
                 continue
             ans = e["answers"]
-            for j in range(3):
+            for j in range(n_slots):
                 key = f"puzzle_{j + 1}_rate_again"
                 if j >= len(queue):
                     for suffix in ("rate_again", "guesses", "rating_reason"):
@@ -154,14 +177,28 @@ def reshape_study(study: SimStudy, design: StudyDesign, seed: int) -> SimStudy:
         return study
     rng = np.random.default_rng(seed)
     logs = {pid: reshape_session(lines, design, rng) for pid, lines in study.logs.items()}
-    return replace(study, logs=logs)
+    served = {pid: len(json.loads(lines[0])["queue"]) for pid, lines in logs.items() if lines}
+    coded = [r for r in study.coded if not _cut_reason(r, served)]
+    return replace(study, logs=logs, coded=coded)
+
+
+def _cut_reason(row: dict[str, Any], served: dict[str, int]) -> bool:
+    """Return True for the coded rating reason of a puzzle slot a reshaped session no longer
+    serves (its session was cut before it)."""
+    if row.get("response_kind") != "rating_reason" or row.get("order") is None:
+        return False
+    pid = str(row["source_file"]).rsplit(".", 1)[0]
+    return pid in served and int(row["order"]) > served[pid]
 
 
 def design_preset(design: StudyDesign) -> str:
     """Return the text of a study preset for a reshaped study (``extends: default`` with the
-    design's ``puzzles_per_session``): write it beside the study and pass it as ``preset``."""
+    design's ``puzzles_per_session``: one number, or ``{min, max}`` for a design with
+    ``per_session_min``): write it beside the study and pass it as ``preset``."""
+    sizes = design.sizes
+    value = str(sizes[0]) if len(sizes) == 1 else f"{{min: {sizes[0]}, max: {sizes[-1]}}}"
     return (
-        "# Preset of a simulated study with fewer puzzles per session (nonolab simulate).\n"
+        "# Preset of a simulated study with other than 3 puzzles per session (nonolab simulate).\n"
         "name: simulated\nextends: default\n"
-        f"puzzles_per_session: {design.per_session}\n"
+        f"puzzles_per_session: {value}\n"
     )

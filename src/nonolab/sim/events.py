@@ -265,7 +265,7 @@ def draw_puzzles(params: SimParams, rng: np.random.Generator) -> PuzzleSet:
 
 
 def _end_marker(session: Session, k: int) -> dict[str, Any]:
-    solved = [o.attempt.solved for o in session.outcomes] + [False] * (2 - k)
+    solved = [o.attempt.solved for o in session.outcomes] + [False] * (len(session.queue) - 1 - k)
     return {
         "type": "ended_without_full_completion",
         "solved_flags": solved,
@@ -299,7 +299,7 @@ def _puzzle_window(
             for ev, at in zip(att.events, times.astype(np.int64).tolist(), strict=True):
                 session.emit(ev, at)
         t = int(times[-1])
-    is_last = k == 2
+    is_last = k == len(session.queue) - 1
     ratable = not att.skipped or rng.random() < 0.5
     answers = {
         "difficulty": initial if ratable else -1,
@@ -557,9 +557,12 @@ def simulate_study(
     seed: int,
     progress: Callable[[], None] | None = None,
     logs: bool = True,
+    session_size: int = 3,
 ) -> SimStudy:
     """Return a simulated study drawn from ``params`` with master ``seed`` (deterministic).
 
+    Each session serves ``session_size`` puzzles (3, as the public study; at most
+    ``params.n_puzzles``; :func:`nonolab.sim.design.reshape_study` cuts sessions shorter).
     ``progress`` (optional) is called after each participant's session is drawn. With ``logs``
     False the study has no logs, coded answers or faults, and its truth the same puzzles and
     participants (ratings, skips, errors, hints) as with logs: for analyses of the truth only
@@ -568,7 +571,10 @@ def simulate_study(
     s_puz, s_sched, s_part, s_fault = np.random.SeedSequence(seed).spawn(4)
     world = draw_puzzles(params, np.random.default_rng(s_puz))
     schedule = ordered_triples(
-        params.n_puzzles, max(params.n_participants, 1), np.random.default_rng(s_sched)
+        params.n_puzzles,
+        max(params.n_participants, 1),
+        np.random.default_rng(s_sched),
+        k=session_size,
     )
     lines: dict[str, list[str]] = {}
     rows: list[dict[str, Any]] = []

@@ -257,16 +257,22 @@ def generate_unique_puzzles(
     return out
 
 
-def ordered_triples(n_puzzles: int, n_sessions: int, rng: np.random.Generator) -> list[list[int]]:
-    """Return ``n_sessions`` ordered triples of distinct puzzle ids, balanced over puzzles.
+def ordered_triples(
+    n_puzzles: int, n_sessions: int, rng: np.random.Generator, k: int = 3
+) -> list[list[int]]:
+    """Return ``n_sessions`` ordered ``k``-tuples (triples by default) of distinct puzzle ids,
+    balanced over puzzles.
 
-    Each session gets the three least-served puzzles so far (ties broken at random) in random
-    order, so every puzzle is served equally often up to one.
+    Each session gets the ``k`` least-served puzzles so far (ties broken at random) in random
+    order, so every puzzle is served equally often up to one. Raises ``ValueError`` when
+    ``k`` is not between 1 and ``n_puzzles``.
     """
+    if not 1 <= k <= n_puzzles:
+        raise ValueError(f"a session of {k} puzzles needs 1 <= k <= {n_puzzles} puzzles")
     counts = np.zeros(n_puzzles)
     out: list[list[int]] = []
     for _ in range(n_sessions):
-        pick = np.argsort(counts + rng.random(n_puzzles), kind="stable")[:3]
+        pick = np.argsort(counts + rng.random(n_puzzles), kind="stable")[:k]
         counts[pick] += 1
         out.append([int(x) for x in rng.permutation(pick)])
     return out
@@ -279,17 +285,31 @@ def ordered_triples_batch(
 
     The same rule, drawn for all sets at once (session by session): each session gets the
     three least-served puzzles of its set so far (ties broken at random) in random order. The
-    random stream differs from :func:`ordered_triples`'s.
+    random stream differs from :func:`ordered_triples`'s. :func:`ordered_sets_batch` with
+    ``per_session=3``.
     """
-    if n_puzzles < 3:
-        raise ValueError(f"a triple needs at least 3 puzzles, got {n_puzzles}")
+    return ordered_sets_batch(n_puzzles, n_sessions, n_sets, rng, 3)
+
+
+def ordered_sets_batch(
+    n_puzzles: int, n_sessions: int, n_sets: int, rng: np.random.Generator, per_session: int = 3
+) -> np.ndarray:
+    """Return ``n_sets`` independent schedules of ``per_session`` distinct puzzles per session,
+    shape (n_sets, n_sessions, per_session): each session gets the ``per_session``
+    least-served puzzles of its set so far (ties broken at random) in random order. For
+    ``per_session=3`` the draws are those of :func:`ordered_triples_batch`."""
+    k = int(per_session)
+    if k < 2:
+        raise ValueError(f"a session needs at least 2 puzzles to compare, got {k}")
+    if n_puzzles < k:
+        raise ValueError(f"sessions of {k} puzzles need at least {k} puzzles, got {n_puzzles}")
     counts = np.zeros((n_sets, n_puzzles))
     rows = np.arange(n_sets)[:, None]
-    out = np.empty((n_sets, n_sessions, 3), dtype=np.intp)
+    out = np.empty((n_sets, n_sessions, k), dtype=np.intp)
     for s in range(n_sessions):
-        pick = np.argpartition(counts + rng.random((n_sets, n_puzzles)), 2, axis=1)[:, :3]
+        pick = np.argpartition(counts + rng.random((n_sets, n_puzzles)), k - 1, axis=1)[:, :k]
         counts[rows, pick] += 1
-        order = np.argsort(rng.random((n_sets, 3)), axis=1)
+        order = np.argsort(rng.random((n_sets, k)), axis=1)
         out[:, s] = np.take_along_axis(pick, order, axis=1)
     return out
 

@@ -1,8 +1,8 @@
 """Power of the study design to detect a puzzle-level correlation between a metric and difficulty.
 
-Design (like the study): every participant rates 3 distinct puzzles (balanced ordered triples,
-:func:`nonolab.sim.model.ordered_triples_batch`); some final ratings are missing (skipped
-puzzles). For a true puzzle-level Spearman correlation ``rho_s`` between a solver metric and
+Design (like the study): every participant rates ``per_session`` distinct puzzles (3 in the
+public study; balanced ordered sets, :func:`nonolab.sim.model.ordered_sets_batch`); some final
+ratings are missing (skipped puzzles). For a true puzzle-level Spearman correlation ``rho_s`` between a solver metric and
 latent perceived difficulty, one replication draws
 
 * the metric ``z_j ~ N(0, 1)`` and latent difficulty ``D_j = sd * (r z_j + sqrt(1 - r^2) e_j)``
@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from nonolab.sim.model import SimParams, ordered_triples_batch
+from nonolab.sim.model import SimParams, ordered_sets_batch
 from nonolab.stats.power import (
     METHODS,
     bt_scores_batch,
@@ -40,6 +40,7 @@ from nonolab.stats.power import (
 POWER_COLUMNS = [
     "n_puzzles",
     "n_participants",
+    "per_session",
     "rho_true",
     "method",
     "replications",
@@ -54,11 +55,13 @@ POWER_COLUMNS = [
 
 @dataclass(frozen=True)
 class PowerDesign:
-    """One design cell: numbers of puzzles and participants, true Spearman rho."""
+    """One design cell: numbers of puzzles and participants, true Spearman rho, and the puzzles
+    each participant rates."""
 
     n_puzzles: int
     n_participants: int
     rho_true: float
+    per_session: int = 3
 
 
 #: how :func:`cell_seed` derives a cell's seed (for provenance records)
@@ -82,7 +85,7 @@ def simulate_replications(
     """Return ``(z, queues, ratings)`` of ``replications`` independent replications at once.
 
     ``z``: metric per puzzle (R, n_puzzles); ``queues``: puzzle ids per participant
-    (R, n_participants, 3, :func:`nonolab.sim.model.ordered_triples_batch`); ``ratings``: final
+    (R, n_participants, per_session, :func:`nonolab.sim.model.ordered_sets_batch`); ``ratings``: final
     1-5 rating per (replication, participant, slot), NaN when missing. Draw order: ``z``, the
     puzzle residuals, the schedules, expertise, participant bias, rating noise, missingness,
     each for all replications at once.
@@ -91,7 +94,7 @@ def simulate_replications(
     r = pearson_for_spearman(design.rho_true)
     z = rng.standard_normal((n_r, n_p))
     d = params.difficulty_sd * (r * z + math.sqrt(1 - r * r) * rng.standard_normal((n_r, n_p)))
-    queues = ordered_triples_batch(n_p, n_i, n_r, rng)
+    queues = ordered_sets_batch(n_p, n_i, n_r, rng, design.per_session)
     person = params.expertise_effect * rng.standard_normal((n_r, n_i)) + rng.normal(
         0, params.participant_sd, (n_r, n_i)
     )
@@ -107,8 +110,8 @@ def simulate_ratings(
     design: PowerDesign, params: SimParams, rng: np.random.Generator, missing: float = 0.1
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Return ``(z, queues, ratings)`` of one replication (:func:`simulate_replications` with
-    one replication, leading axis dropped): shapes (n_puzzles,), (n_participants, 3) and
-    (n_participants, 3)."""
+    one replication, leading axis dropped): shapes (n_puzzles,), (n_participants, per_session)
+    and (n_participants, per_session)."""
     z, queues, ratings = simulate_replications(design, params, rng, 1, missing)
     return z[0], queues[0], ratings[0]
 
@@ -152,6 +155,7 @@ def power_cell(
             {
                 "n_puzzles": design.n_puzzles,
                 "n_participants": design.n_participants,
+                "per_session": design.per_session,
                 "rho_true": design.rho_true,
                 "method": m,
                 "replications": replications,
@@ -176,11 +180,13 @@ def power_table(
     alpha: float = 0.05,
     methods: Sequence[str] = METHODS,
     missing: float = 0.1,
+    per_session: int = 3,
 ) -> pd.DataFrame:
-    """Return :func:`power_cell` rows for every ``rho`` of one (puzzles, participants) shard."""
+    """Return :func:`power_cell` rows for every ``rho`` of one (puzzles, participants) shard,
+    each participant rating ``per_session`` puzzles."""
     frames = [
         power_cell(
-            PowerDesign(n_puzzles, n_participants, float(r)),
+            PowerDesign(n_puzzles, n_participants, float(r), int(per_session)),
             replications,
             seed,
             params,
@@ -191,3 +197,20 @@ def power_table(
         for r in rhos
     ]
     return pd.concat(frames, ignore_index=True)
+
+
+def power_table_from_settings(settings: dict, n_puzzles: int, n_participants: int) -> pd.DataFrame:
+    """Return :func:`power_table` of one (puzzles, participants) cell with the workflow's
+    ``simulate.power`` settings (``rho``, ``replications``, ``seed``, ``alpha``, ``methods``,
+    ``missing``, ``per_session``; the last two default to 0.1 and 3)."""
+    return power_table(
+        int(n_puzzles),
+        int(n_participants),
+        settings["rho"],
+        int(settings["replications"]),
+        int(settings["seed"]),
+        alpha=float(settings["alpha"]),
+        methods=settings["methods"],
+        missing=float(settings.get("missing", 0.1)),
+        per_session=int(settings.get("per_session") or 3),
+    )

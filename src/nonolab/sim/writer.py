@@ -23,6 +23,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from nonolab.core.tables import write_text
 from nonolab.sat.puzzles import Puzzle
 from nonolab.sim.model import STRATEGIES, THEMES
 
@@ -95,9 +96,7 @@ def write_study(study: SimStudy, out_dir: str | Path) -> list[Path]:
 
     def put(rel: str, text: str) -> None:
         p = out / rel
-        p.parent.mkdir(parents=True, exist_ok=True)
-        with open(p, "w", encoding="utf-8", newline="\n") as fh:
-            fh.write(text)
+        write_text(p, text)
         files.append(p)
 
     put(PUZZLE_FILE, json.dumps(puzzle_records(study.puzzles), indent=4) + "\n")

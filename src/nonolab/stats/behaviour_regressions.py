@@ -41,6 +41,7 @@ __all__ = [
     "PUBLISHED_OLS_PREDICTORS",
     "behaviour_moderation",
     "behaviour_on_sat",
+    "cluster_robust_ols",
     "ols_diagnostics",
     "ols_fit",
     "ols_table",
@@ -258,7 +259,10 @@ def behaviour_on_sat(
     unit; ``p_fdr`` over one model's behaviours). ``covariates``: one alignment's
     :func:`nonolab.stats.mixed_models.metric_covariates` frame (``puzzle_hash`` + metrics),
     joined to the attempts by ``puzzle_hash``. The rows of one puzzle share its metric value, so
-    these p-values treat repeated puzzle values as independent (as published)."""
+    the OLS p-values treat repeated puzzle values as independent (as published); beside them,
+    the columns of :func:`cluster_robust_ols` by puzzle (``se_cluster``, ``t_cluster``,
+    ``df_cluster``, ``p_cluster``, ``n_clusters``) and ``p_cluster_fdr`` (BH over one model's
+    behaviours) give the inference that respects the six-puzzle design."""
     d = with_pause_rate(attempts).merge(
         covariates[[PUZZLE, *metrics]], on=PUZZLE, how="left", validate="many_to_one"
     )
@@ -266,8 +270,62 @@ def behaviour_on_sat(
     for m in metrics:
         t = ols_table(d, m, predictors)
         t.insert(0, "metric", m)
+        cl = cluster_robust_ols(d, m, predictors, PUZZLE)
+        t = t.merge(cl, on="predictor", how="left", validate="one_to_one")
+        slope = t["predictor"] != "const"
+        t["p_cluster_fdr"] = np.nan
+        t.loc[slope, "p_cluster_fdr"] = _p_fdr(t.loc[slope, "p_cluster"])
         parts.append(t)
     return pd.concat(parts, ignore_index=True)
+
+
+def cluster_robust_ols(
+    data: pd.DataFrame, outcome: str, predictors: Sequence[str], cluster: str
+) -> pd.DataFrame:
+    """Return the OLS of :func:`ols_fit` with cluster-robust standard errors by ``cluster``
+    (statsmodels ``cov_type="cluster"``: the CR1 sandwich with the small-sample factor
+    G/(G-1) (n-1)/(n-k), and t tests on G - 1 degrees of freedom, G the number of clusters).
+
+    One row per term: ``predictor``, ``se_cluster`` (outcome units per predictor unit),
+    ``t_cluster``, ``df_cluster`` (G - 1), ``p_cluster`` (two-sided) and ``n_clusters``. Use it
+    when the outcome is constant within clusters (a puzzle-level SAT metric repeated on each
+    attempt of the puzzle), where the OLS p-values treat the repeats as independent. With few
+    clusters (the public study's 6) the sandwich is itself noisy; the t on G - 1 df is the
+    usual guard. All NaN when the complete cases leave no residual degrees of freedom or fewer
+    than 2 clusters."""
+    cols = [*predictors, outcome]
+    sub = _numeric(data, cols)
+    groups = data.loc[sub.index, cluster].astype(str)
+    n_groups = int(groups.nunique())
+    terms = ["const", *predictors]
+    if len(sub) <= len(predictors) + 1 or n_groups < 2:
+        return pd.DataFrame(
+            {
+                "predictor": terms,
+                "se_cluster": np.nan,
+                "t_cluster": np.nan,
+                "df_cluster": np.nan,
+                "p_cluster": np.nan,
+                "n_clusters": n_groups,
+            }
+        )
+    x = sm.add_constant(sub[list(predictors)], has_constant="add")
+    codes = pd.factorize(groups)[0]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fit = sm.OLS(sub[outcome], x).fit(
+            cov_type="cluster", cov_kwds={"groups": codes}, use_t=True
+        )
+    return pd.DataFrame(
+        {
+            "predictor": fit.params.index,
+            "se_cluster": fit.bse.to_numpy(),
+            "t_cluster": fit.tvalues.to_numpy(),
+            "df_cluster": float(n_groups - 1),
+            "p_cluster": fit.pvalues.to_numpy(),
+            "n_clusters": n_groups,
+        }
+    )
 
 
 _LEVELS = {-1.0: "low", 0.0: "mean", 1.0: "high"}

@@ -24,7 +24,7 @@ import pandas as pd
 
 from nonolab.stats.correlations import bh_fdr
 
-__all__ = ["STEPS", "moderation_conclusion"]
+__all__ = ["STEPS", "conclusion_sentences", "moderation_conclusion"]
 
 STEPS: tuple[str, ...] = (
     "published (as printed)",
@@ -33,7 +33,18 @@ STEPS: tuple[str, ...] = (
     "maximal model",
     "ordinal model",
 )
-COLUMNS = ["metric", "step", "coef", "p", "p_fdr", "significant_at_05", "note"]
+COLUMNS = [
+    "metric",
+    "step",
+    "coef",
+    "p",
+    "p_fdr",
+    "significant_at_05",
+    "df_small_sample",
+    "p_small_sample",
+    "lrt_p",
+    "note",
+]
 
 
 def _fmt(p: float) -> str:
@@ -50,6 +61,9 @@ def _published_rows(published: pd.DataFrame, metrics: Sequence[str]) -> list[dic
             "coef": float(pub.loc[m, "interaction"]),
             "p": float(pub.loc[m, "p_interaction"]),
             "p_fdr": float(q),
+            "df_small_sample": np.nan,
+            "p_small_sample": np.nan,
+            "lrt_p": np.nan,
             "note": "Wald z of the LMM (rating units per count x SD); p_fdr: BH over the "
             "metrics computed here (not printed)",
         }
@@ -70,6 +84,9 @@ def _raw_rows(raw: pd.DataFrame, alignment: str, step: str, metrics, moderator) 
             "coef": float(sel.loc[m, "coef"]),
             "p": float(sel.loc[m, "p"]),
             "p_fdr": float(q),
+            "df_small_sample": float(sel.loc[m, "df_satt"]) if "df_satt" in sel else np.nan,
+            "p_small_sample": float(sel.loc[m, "p_satt"]),
+            "lrt_p": np.nan,
             "note": f"Wald z of the LMM, as published (rating units per count x SD); "
             f"Satterthwaite p {_fmt(float(sel.loc[m, 'p_satt']))}; p_fdr: BH over the metrics",
         }
@@ -98,6 +115,9 @@ def _maximal_rows(maximal: pd.DataFrame, metrics: Sequence[str]) -> list[dict]:
                 "coef": float(r["coef"]),
                 "p": p,
                 "p_fdr": float(r["p_fdr"]),
+                "df_small_sample": float(r["df_kr"] if kr else r["df_satt"]),
+                "p_small_sample": p,
+                "lrt_p": float(r["lrt_p"]),
                 "note": f"structure {r['structure']}; {test} t; LRT p {_fmt(float(r['lrt_p']))}"
                 + ("; singular fit" if bool(r["singular"]) else ""),
             }
@@ -114,6 +134,9 @@ def _ordinal_rows(ordinal: pd.DataFrame, metrics: Sequence[str]) -> list[dict]:
             "coef": float(sel.loc[m, "coef"]),
             "p": float(sel.loc[m, "p"]),
             "p_fdr": float(sel.loc[m, "p_fdr"]),
+            "df_small_sample": np.nan,
+            "p_small_sample": np.nan,
+            "lrt_p": float(sel.loc[m, "lrt_p"]),
             "note": f"logit CLMM (log-odds per covariate unit x SD), Wald z; LRT p "
             f"{_fmt(float(sel.loc[m, 'lrt_p']))}"
             + ("" if bool(sel.loc[m, "converged"]) else "; not converged"),
@@ -142,10 +165,15 @@ def moderation_conclusion(
     first non-singular row, else the first row);
     ``published``: the published moderation file (``predictor``, ``interaction``,
     ``p_interaction``). Table: one row per metric x step (:data:`STEPS` order), columns
-    ``metric``, ``step``, ``coef`` (the interaction; units in ``note``), ``p``, ``p_fdr``
+    ``metric``, ``step``, ``coef`` (the interaction; units in ``note``), ``p`` (the step's
+    Wald test; Kenward-Roger, else Satterthwaite, for the maximal model), ``p_fdr``
     (Benjamini-Hochberg over the metrics of the step), ``significant_at_05`` (``p_fdr`` <
-    ``alpha``), ``note``. The sentence states the corrected conclusion (the last step present)
-    against the published one.
+    ``alpha``), ``df_small_sample``/``p_small_sample`` (Satterthwaite for the linear steps,
+    Kenward-Roger or Satterthwaite for the maximal model; NaN otherwise), ``lrt_p``
+    (likelihood-ratio test of the interaction: ML for the maximal model, the ordinal model's;
+    NaN otherwise), ``note``. The sentence states the corrected conclusion (the last step
+    present) against the published one; :func:`conclusion_sentences` gives the nuanced
+    statement from the table alone.
     """
     rows: list[dict] = []
     if published is not None:
@@ -160,6 +188,7 @@ def moderation_conclusion(
         rows += _ordinal_rows(ordinal, metrics)
     table = pd.DataFrame(rows, columns=[c for c in COLUMNS if c != "significant_at_05"])
     table.insert(5, "significant_at_05", table["p_fdr"] < alpha)
+    table = table[COLUMNS]
     order = {s: i for i, s in enumerate(STEPS)}
     table["_m"] = table["metric"].map({m: i for i, m in enumerate(metrics)})
     table["_s"] = table["step"].map(order)
@@ -202,3 +231,103 @@ def summary_sentence(table: pd.DataFrame, metrics: Sequence[str], alpha: float =
     if change is None:
         return verdict + "."
     return verdict + f"; the change comes at the {change} step."
+
+
+def _p(p: float) -> str:
+    """A p-value as written in the sentences: 3 decimals, or "< 0.001"."""
+    return "< 0.001" if p < 0.001 else f"= {p:.3f}"
+
+
+def _join(items: Sequence[str], conjunction: str = "and") -> str:
+    items = list(items)
+    if len(items) <= 1:
+        return "".join(items)
+    return ", ".join(items[:-1]) + f" {conjunction} " + items[-1]
+
+
+def conclusion_sentences(
+    table: pd.DataFrame, metrics: Sequence[str] | None = None, alpha: float = 0.05
+) -> str:
+    """Return one or two sentences stating the corrected moderation result with its nuance,
+    computed from ``table`` (``results/tables/moderation_conclusion.csv``, the columns of
+    :func:`moderation_conclusion`) alone: which metrics' interaction is significant unadjusted
+    under the corrected join (Wald p of the linear model, with the ordinal model's p and the
+    maximal model's ML likelihood-ratio p), which corrections remove it (BH over the metrics;
+    the maximal model's small-sample test), and the published p-values. ``metrics``: the order
+    (default: as in the table); p-values at 3 decimals."""
+    if metrics is None:
+        metrics = list(dict.fromkeys(table["metric"]))
+    by = {step: t.set_index("metric") for step, t in table.groupby("step", sort=False)}
+    corr = by.get(STEPS[2])
+    if corr is None:
+        return "No corrected moderation results."
+    present = [m for m in metrics if m in corr.index]
+    sig = [m for m in present if float(corr.loc[m, "p"]) < alpha]
+    rest = [m for m in present if m not in sig]
+    maximal, ordinal = by.get(STEPS[3]), by.get(STEPS[4])
+
+    def val(step: pd.DataFrame | None, m: str, col: str) -> float:
+        if step is None or m not in step.index or col not in step.columns:
+            return float("nan")
+        return float(step.loc[m, col])
+
+    parts = []
+    for m in sig:
+        bits = [f"linear mixed model p {_p(val(corr, m, 'p'))}"]
+        if np.isfinite(val(ordinal, m, "p")):
+            bits.append(f"ordinal model p {_p(val(ordinal, m, 'p'))}")
+        if np.isfinite(val(maximal, m, "lrt_p")):
+            bits.append(
+                f"maximal model's ML likelihood-ratio test p {_p(val(maximal, m, 'lrt_p'))}"
+            )
+        parts.append(f"{m} ({', '.join(bits)})")
+    lead = "Joined to the right puzzles, the SAT metric x expertise interaction on final difficulty"
+    if sig:
+        first = f"{lead} is significant at {alpha:g} before any correction for {_join(parts)}"
+        if rest:
+            first += ", not for " + _join((f"{m} (p {_p(val(corr, m, 'p'))})" for m in rest), "or")
+    else:
+        first = (
+            f"{lead} is significant for none of the metrics even before correction ("
+            + (", ".join(f"{m} p {_p(val(corr, m, 'p'))}" for m in present))
+            + ")"
+        )
+    removes, keeps = [], []
+    for m in sig:
+        q = val(corr, m, "p_fdr")
+        (removes if q >= alpha else keeps).append(
+            f"Benjamini-Hochberg correction over the {len(present)} metrics (adjusted p for "
+            f"{m} {_p(q)})"
+        )
+        pk, dfk = val(maximal, m, "p_small_sample"), val(maximal, m, "df_small_sample")
+        if np.isfinite(pk):
+            test = "Kenward-Roger" if "Kenward-Roger" in str(_note(maximal, m)) else "small-sample"
+            (removes if pk >= alpha else keeps).append(
+                f"the maximal model's {test} test (p {_p(pk)}, df {dfk:.1f})"
+            )
+    second = ""
+    if removes:
+        second = "It disappears with " + _join(removes, "or with")
+        if keeps:
+            second += ", but survives " + _join(keeps)
+    elif keeps:
+        second = "It survives " + _join(keeps)
+    pub = by.get(STEPS[0])
+    if pub is not None:
+        ps = [m for m in metrics if m in pub.index]
+        n_sig = sum(float(pub.loc[m, "p"]) < alpha for m in ps)
+        count = f"all {n_sig}" if n_sig == len(ps) else f"{n_sig} of {len(ps)}"
+        published = (
+            f"as published (row-position join), {count} were significant ("
+            + ", ".join(f"{m} p {_p(float(pub.loc[m, 'p']))}" for m in ps)
+            + ")"
+        )
+        second = f"{second}; {published}" if second else published[0].upper() + published[1:]
+    return f"{first}." + (f" {second}." if second else "")
+
+
+def _note(step: pd.DataFrame | None, m: str) -> str:
+    """The ``note`` of metric ``m`` in a step's rows ("" when absent)."""
+    if step is None or m not in step.index or "note" not in step.columns:
+        return ""
+    return str(step.loc[m, "note"])

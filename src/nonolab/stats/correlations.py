@@ -12,6 +12,7 @@ Two alignments of solver statistics to served puzzles:
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Callable, Sequence
 
@@ -31,11 +32,14 @@ TABLE1_COLUMNS = [
     "bt_p",
     "raw_rho",
     "raw_p",
-    "perm_p",
-    "raw_perm_p",
+    "p_method",
     "bt_p_fdr",
     "raw_p_fdr",
+    "bt_p_asymptotic",
+    "raw_p_asymptotic",
 ]
+#: Up to this many puzzles Table 1's p is exact (all n! orderings; 9! = 362,880).
+EXACT_MAX_N = 9
 
 
 def spearman_permutation_p(
@@ -168,12 +172,19 @@ def bh_fdr(p: Sequence[float] | pd.Series) -> np.ndarray:
     return out
 
 
+def p_method(n: int, exact_max_n: int = EXACT_MAX_N, n_perm: int = 100_000) -> str:
+    """Return how :func:`spearman_permutation_p` computes the p of ``n`` pairs, in words."""
+    if n <= exact_max_n:
+        return f"exact permutation (all {math.factorial(max(n, 0)):,} orderings)"
+    return f"Monte Carlo permutation ({n_perm:,} seeded orderings)"
+
+
 def table1(
     strengths: pd.DataFrame,
     raw_means: pd.Series,
     aligned: dict[str, pd.DataFrame],
     metrics: Sequence[str] = METRICS,
-    exact_max_n: int = 8,
+    exact_max_n: int = EXACT_MAX_N,
     n_perm: int = 100_000,
     seed: int = 0,
 ) -> pd.DataFrame:
@@ -181,11 +192,16 @@ def table1(
 
     ``strengths``: ``puzzle_id``, ``strength``; ``raw_means``: mean final rating indexed by
     ``puzzle_id``; ``aligned``: alignment name -> :func:`aligned_metrics` output. One row per
-    alignment x solver x encoding x metric (columns :data:`TABLE1_COLUMNS`); ``perm_p`` and
-    ``raw_perm_p`` are permutation p-values (:func:`spearman_permutation_p`); ``bt_p_fdr``
-    and ``raw_p_fdr`` adjust ``bt_p``/``raw_p`` by :func:`bh_fdr` over the metrics of one
-    alignment x solver x encoding (the published family). Statistics are NaN for a metric
-    that is constant over the puzzles (e.g. no conflicts anywhere).
+    alignment x solver x encoding x metric (columns :data:`TABLE1_COLUMNS`).
+
+    ``bt_p``/``raw_p`` are two-sided permutation p-values (:func:`spearman_permutation_p`):
+    exact over all n! orderings up to ``exact_max_n`` puzzles, else ``n_perm`` seeded draws
+    (never 0); ``p_method`` says which. The asymptotic p (Student t approximation, scipy's
+    ``spearmanr``; 0 when |rho| = 1, and poor for few puzzles) is only beside them, in
+    ``bt_p_asymptotic``/``raw_p_asymptotic``. ``bt_p_fdr`` and ``raw_p_fdr`` adjust
+    ``bt_p``/``raw_p`` by :func:`bh_fdr` over the metrics of one alignment x solver x encoding
+    (the published family). Statistics are NaN for a metric that is constant over the puzzles
+    (e.g. no conflicts anywhere).
     """
     bt = strengths.assign(puzzle_id=strengths["puzzle_id"].astype(str)).set_index("puzzle_id")
     raw = raw_means.copy()
@@ -208,11 +224,12 @@ def table1(
                         "metric": metric,
                         "n": len(ids),
                         "bt_rho": rb[0],
-                        "bt_p": rb[1],
+                        "bt_p": spearman_permutation_p(xb, y, exact_max_n, n_perm, seed),
                         "raw_rho": rr[0],
-                        "raw_p": rr[1],
-                        "perm_p": spearman_permutation_p(xb, y, exact_max_n, n_perm, seed),
-                        "raw_perm_p": spearman_permutation_p(xr, y, exact_max_n, n_perm, seed),
+                        "raw_p": spearman_permutation_p(xr, y, exact_max_n, n_perm, seed),
+                        "p_method": p_method(len(ids), exact_max_n, n_perm),
+                        "bt_p_asymptotic": rb[1],
+                        "raw_p_asymptotic": rr[1],
                     }
                 )
     out = pd.DataFrame(rows, columns=TABLE1_COLUMNS)
@@ -273,9 +290,11 @@ def table1_captions(t1: pd.DataFrame, solver: str, encoding: str) -> tuple[str, 
     """Return the captions of Table 1 and of its erratum table (published against corrected
     alignment for ``solver`` x ``encoding``), each ending with the small-sample note."""
     n = int(t1["n"].max()) if len(t1) else 0
+    method = str(t1["p_method"].iloc[0]) if "p_method" in t1 and len(t1) else "permutation"
     note = (
-        f"Only {n} puzzles: Spearman p-values are exact-permutation or asymptotic on n = {n}; "
-        "treat every correlation as descriptive."
+        f"Only {n} puzzles: p is the {method} p of Spearman's rho on n = {n} (the asymptotic "
+        "p only beside it, labelled; FDR from the permutation p); treat every correlation as "
+        "descriptive."
     )
     blank = t1[t1["bt_rho"].isna() | t1["raw_rho"].isna()] if len(t1) else t1
     if len(blank):
@@ -288,7 +307,8 @@ def table1_captions(t1: pd.DataFrame, solver: str, encoding: str) -> tuple[str, 
         "Table 1. Spearman correlations of Bradley-Terry strength (bt) and raw mean "
         "final rating (raw) with SAT metrics. " + note,
         f"Erratum: published (row-position) vs corrected (hash) alignment, "
-        f"{solver} x {encoding}. " + note,
+        f"{solver} x {encoding}, with the published method's asymptotic p (bt_p, raw_p, FDR) "
+        "and the permutation p (perm_p). " + note,
     )
 
 
@@ -296,12 +316,18 @@ def erratum_table(t1: pd.DataFrame, solver: str, encoding: str) -> pd.DataFrame:
     """Return the published and corrected alignments side by side for one solver x encoding.
 
     One row per metric; columns ``<alignment>_<stat>`` for ``bt_rho``, ``bt_p``, ``perm_p``,
-    ``raw_rho``, ``raw_p``, ``bt_p_fdr``, ``raw_p_fdr``. Raises ``ValueError`` when that
+    ``raw_rho``, ``raw_p``, ``bt_p_fdr``, ``raw_p_fdr``. The erratum compares with the
+    published numbers, so its ``bt_p``/``raw_p`` are the published method's asymptotic p
+    (Table 1's ``*_p_asymptotic``) and its FDR columns adjust those (:func:`bh_fdr` over the
+    metrics); ``perm_p`` is Table 1's permutation ``bt_p``. Raises ``ValueError`` when that
     solver x encoding is absent.
     """
     sel = t1[(t1["solver"] == solver) & (t1["encoding"] == encoding)]
     if sel.empty:
         raise ValueError(f"Table 1 has no rows for solver {solver!r}, encoding {encoding!r}")
+    sel = sel.assign(perm_p=sel["bt_p"], bt_p=sel["bt_p_asymptotic"], raw_p=sel["raw_p_asymptotic"])
+    by = sel.groupby("alignment", sort=False)
+    sel = sel.assign(bt_p_fdr=by["bt_p"].transform(bh_fdr), raw_p_fdr=by["raw_p"].transform(bh_fdr))
     cols = ["bt_rho", "bt_p", "perm_p", "raw_rho", "raw_p", "bt_p_fdr", "raw_p_fdr"]
     wide = sel.pivot(index="metric", columns="alignment", values=cols)
     order = [a for a in ("published", "corrected") if a in set(sel["alignment"])]

@@ -2,11 +2,21 @@
 
 One row per published number whose corrected value differs from it at the published precision:
 ``quantity``, ``published`` (read from the study's published files), ``reproduced_as_published``
-(nonolab's reproduction of the published method), ``corrected``, ``cause``, ``evidence`` and
-``conclusion_changes``. Four causes: the row-position join of SAT statistics (Table 1, the
-behaviour-on-SAT OLS and the behavioural moderation models), the
-early-stopped EM fit of the pause mixture (threshold, components, delta BIC), the participant
-bootstrap's k-squared weighting (BT strength intervals) and the theme tests' FDR family.
+(nonolab's reproduction of the published method), ``corrected``, the categorical judgement
+``change_category`` / ``cause_evidence`` with the verdict columns behind it, and the free-text
+``cause`` and ``evidence``.
+
+The inference rule (one for every row; docs/decisions.md, "Errata verdicts"): a row's
+significance, as published and as corrected, is judged with the inference the corrected
+analysis uses for that model (:class:`Rule`: Satterthwaite df for the mixed models, whose metric
+terms are puzzle-level; cluster-robust SEs by puzzle for OLS of a puzzle-level outcome; the
+Spearman test over the puzzles; the OLS t of a rating-level OLS), on the as-published
+(reproduced) and the corrected fit, unadjusted and Benjamini-Hochberg adjusted within a stated
+family (the metrics of a table, the behaviours of a model set). :func:`change_category` then
+gives ``significance`` (the adjusted verdict at ``alpha`` changes), ``direction`` (the sign
+changes of an effect significant, adjusted, both ways) or ``estimate`` (the number changes, no
+stated conclusion does); ``cause_evidence`` is ``error``, ``analysis choice`` or ``not
+reproducible``. :func:`errata_summary` counts them.
 """
 
 from __future__ import annotations
@@ -14,11 +24,50 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from functools import partial
 
 import numpy as np
 import pandas as pd
 from statsmodels.stats.multitest import multipletests
+
+from nonolab.stats.correlations import bh_fdr
+from nonolab.study.schemas import read_csv
+
+#: The inference rule in words (for the report and the README).
+INFERENCE_RULE = (
+    "Every erratum is judged by one rule: its significance, as published and as corrected, is "
+    "the corrected analysis's own test for that model (Satterthwaite t for the mixed models, "
+    "whose SAT-metric terms are puzzle-level; cluster-robust standard errors by puzzle for OLS "
+    "of a SAT metric on behaviour; the Spearman test over the puzzles; the OLS t of the "
+    "rating-level adjustment models; Mann-Whitney for the themes), applied to the reproduced "
+    "published fit and to the corrected fit, without and with Benjamini-Hochberg adjustment "
+    "within a stated family (the metrics of a table, the behaviour x metric models of a table, "
+    "one model's behaviours or terms). A significance change is one of the adjusted verdict; a "
+    "direction change is a sign change of an effect significant both ways; every other row "
+    "changes an estimate only."
+)
+
+#: Values of ``change_category``, strongest first.
+CHANGE_CATEGORIES: tuple[str, ...] = ("significance", "direction", "estimate")
+#: Values of ``cause_evidence``.
+CAUSE_EVIDENCE: tuple[str, ...] = ("error", "analysis choice", "not reproducible")
+
+#: Verdict columns (:class:`Verdict`), in table order.
+VERDICT_COLUMNS = [
+    "inference",
+    "family",
+    "effect_published",
+    "effect_corrected",
+    "p_published_rule",
+    "p_corrected_rule",
+    "p_published_adjusted",
+    "p_corrected_adjusted",
+    "significant_published",
+    "significant_corrected",
+    "significant_published_adjusted",
+    "significant_corrected_adjusted",
+]
 
 #: Columns of ``results/tables/errata.csv``.
 ERRATA_COLUMNS = [
@@ -26,10 +75,16 @@ ERRATA_COLUMNS = [
     "published",
     "reproduced_as_published",
     "corrected",
+    "change_category",
+    "cause_evidence",
+    *VERDICT_COLUMNS,
     "cause",
     "evidence",
-    "conclusion_changes",
 ]
+
+_FLOAT_COLUMNS = {"published", "reproduced_as_published", "corrected"} | {
+    c for c in VERDICT_COLUMNS if c.startswith(("effect_", "p_"))
+}
 
 CAUSE_TABLE1 = (
     "row-position join: the pool-ordered SAT statistics were joined to the served puzzles by "
@@ -52,11 +107,130 @@ CAUSE_FDR = (
 def empty_errata() -> pd.DataFrame:
     """Return an errata table without rows (the columns of :data:`ERRATA_COLUMNS`)."""
     return pd.DataFrame(
-        {
-            c: pd.Series(dtype=float if c.endswith(("published", "corrected")) else object)
-            for c in ERRATA_COLUMNS
-        }
+        {c: pd.Series(dtype=float if c in _FLOAT_COLUMNS else object) for c in ERRATA_COLUMNS}
     )
+
+
+@dataclass(frozen=True)
+class Rule:
+    """How the corrected analysis judges a term of a table.
+
+    ``p``: the column of nonolab's table holding the rule's unadjusted p-value (e.g.
+    ``p_satt``); ``estimate``: the column of the effect whose sign the direction judgement uses
+    (None: no direction); ``inference`` and ``family``: the texts of the errata columns;
+    ``family_by``: columns that split the multiplicity family within one alignment (none: every
+    row of the alignment); ``exclude``: column -> values whose rows are not tested (e.g. the
+    constant)."""
+
+    p: str
+    estimate: str | None
+    inference: str
+    family: str
+    family_by: tuple[str, ...] = ()
+    exclude: Mapping[str, tuple] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The judgement of one errata row under the inference rule (:data:`VERDICT_COLUMNS`).
+
+    ``p_*``: unadjusted and family-adjusted p-values of the as-published (reproduced) and the
+    corrected analysis under the rule; ``effect_*``: the effect estimates (sign for
+    ``direction``). ``significant`` overrides the unadjusted verdicts for rows judged by an
+    interval rather than a p-value (then the adjusted verdicts are missing)."""
+
+    inference: str = ""
+    family: str = ""
+    effect_published: float = float("nan")
+    effect_corrected: float = float("nan")
+    p_published: float = float("nan")
+    p_corrected: float = float("nan")
+    p_published_adjusted: float = float("nan")
+    p_corrected_adjusted: float = float("nan")
+    significant: tuple[bool, bool] | None = None
+
+    def fields(self, alpha: float = 0.05) -> dict:
+        """Return the verdict columns of a row at level ``alpha`` (verdicts None when the
+        p-value is missing)."""
+
+        def sig(p: float) -> bool | None:
+            return None if not np.isfinite(p) else bool(p < alpha)
+
+        unadj = (
+            self.significant
+            if self.significant is not None
+            else (sig(self.p_published), sig(self.p_corrected))
+        )
+        return {
+            "inference": self.inference,
+            "family": self.family,
+            "effect_published": float(self.effect_published),
+            "effect_corrected": float(self.effect_corrected),
+            "p_published_rule": float(self.p_published),
+            "p_corrected_rule": float(self.p_corrected),
+            "p_published_adjusted": float(self.p_published_adjusted),
+            "p_corrected_adjusted": float(self.p_corrected_adjusted),
+            "significant_published": unadj[0],
+            "significant_corrected": unadj[1],
+            "significant_published_adjusted": sig(self.p_published_adjusted),
+            "significant_corrected_adjusted": sig(self.p_corrected_adjusted),
+        }
+
+
+#: Rows without an inference (descriptive numbers: counts, fit components, per-puzzle means).
+NO_INFERENCE = Verdict(inference="none (descriptive number)", family="none")
+
+
+def change_category(row: Mapping) -> str:
+    """Return the ``change_category`` of an errata row from its verdict columns:
+    ``significance`` when both adjusted verdicts are known and differ; ``direction`` when both
+    are significant and the effects have opposite signs; else ``estimate``."""
+    a, b = row.get("significant_published_adjusted"), row.get("significant_corrected_adjusted")
+    if a is None or b is None or pd.isna(a) or pd.isna(b):
+        return "estimate"
+    if bool(a) != bool(b):
+        return "significance"
+    ea, eb = float(row.get("effect_published", np.nan)), float(row.get("effect_corrected", np.nan))
+    if bool(a) and np.isfinite(ea) and np.isfinite(eb) and np.sign(ea) * np.sign(eb) < 0:
+        return "direction"
+    return "estimate"
+
+
+def errata_summary(errata: pd.DataFrame) -> dict:
+    """Return counts of an errata table (``results/tables/errata.csv``) for the report and the
+    README: ``rows``; ``change_category`` and ``cause_evidence`` (category -> rows, every
+    category present, zeros included); ``by_cause`` (cause_evidence -> change_category ->
+    rows); ``conclusions_changed`` (rows whose category is significance or direction);
+    ``significance_unadjusted`` (rows whose unadjusted verdict under the rule changes);
+    ``unadjusted_only`` (of those, the estimate-only rows: the adjusted verdict does not
+    change)."""
+    cat = errata["change_category"].astype(str) if len(errata) else pd.Series(dtype=str)
+    cause = errata["cause_evidence"].astype(str) if len(errata) else pd.Series(dtype=str)
+
+    def flag(col: str) -> pd.Series:
+        return errata[col].map(lambda v: None if pd.isna(v) else str(v).lower() == "true")
+
+    unadj = 0
+    if len(errata):
+        a, b = flag("significant_published"), flag("significant_corrected")
+        known = a.notna() & b.notna()
+        changed = known & (a != b)
+        unadj = int(changed.sum())
+        only = int((changed & cat.eq("estimate")).sum())
+    else:
+        only = 0
+    return {
+        "rows": int(len(errata)),
+        "change_category": {c: int((cat == c).sum()) for c in CHANGE_CATEGORIES},
+        "cause_evidence": {c: int((cause == c).sum()) for c in CAUSE_EVIDENCE},
+        "by_cause": {
+            c: {k: int(((cause == c) & (cat == k)).sum()) for k in CHANGE_CATEGORIES}
+            for c in CAUSE_EVIDENCE
+        },
+        "conclusions_changed": int(cat.isin(["significance", "direction"]).sum()),
+        "significance_unadjusted": unadj,
+        "unadjusted_only": only,
+    }
 
 
 def changes(published: float, corrected: float, decimals: int) -> bool:
@@ -80,33 +254,65 @@ def decimals_of(text: str) -> int:
     return len(text.split(".")[1]) if "." in text else 0
 
 
-def _row(quantity, published, reproduced, corrected, cause, evidence, conclusion) -> dict:
-    return {
+def errata_summary_text(summary: Mapping, alpha: float = 0.05) -> str:
+    """Return the README's and the report's sentence of :func:`errata_summary` counts."""
+    cat, cause = summary["change_category"], summary["cause_evidence"]
+    return (
+        f"Of the {summary['rows']} published numbers that change, "
+        f"{summary['conclusions_changed']} change a stated conclusion under the inference rule "
+        f"({cat['significance']} significance at {alpha:g} after the family's multiplicity "
+        f"adjustment, {cat['direction']} direction) and {cat['estimate']} the estimate only "
+        f"({summary['unadjusted_only']} of them cross {alpha:g} only without the adjustment). "
+        f"By evidence: {cause['error']} error, {cause['analysis choice']} analysis choice, "
+        f"{cause['not reproducible']} not reproducible."
+    )
+
+
+def _row(
+    quantity: str,
+    published: float,
+    reproduced: float,
+    corrected: float,
+    cause: str,
+    evidence: str,
+    cause_evidence: str,
+    verdict: Verdict = NO_INFERENCE,
+    alpha: float = 0.05,
+) -> dict:
+    if cause_evidence not in CAUSE_EVIDENCE:
+        raise ValueError(f"cause_evidence must be one of {CAUSE_EVIDENCE}, got {cause_evidence!r}")
+    row = {
         "quantity": quantity,
         "published": float(published),
         "reproduced_as_published": float(reproduced),
         "corrected": float(corrected),
+        "cause_evidence": cause_evidence,
+        **verdict.fields(alpha),
         "cause": cause,
         "evidence": evidence,
-        "conclusion_changes": conclusion,
     }
+    row["change_category"] = change_category(row)
+    return row
 
 
-def _significance(p_pub: float, p_corr: float, alpha: float) -> str:
-    a, b = p_pub < alpha, p_corr < alpha
-    if a == b:
-        side = "<" if a else ">="
-        return f"no: p {side} {alpha:g} either way"
-    return f"yes: p {'<' if a else '>='} {alpha:g} published, {'<' if b else '>='} corrected"
-
-
-def _sign_change(published: float, corrected: float, decimals: int) -> str | None:
-    """Return ``"negative -> positive"`` (etc.) when the rounded signs differ, else None."""
-    sp, sc = np.sign(round(published, decimals)), np.sign(round(corrected, decimals))
-    if sp == sc:
-        return None
-    sign = {-1.0: "negative", 0.0: "zero", 1.0: "positive"}
-    return f"{sign[sp]} -> {sign[sc]}"
+def _families(ours: pd.DataFrame, rule: Rule) -> tuple[pd.Series, pd.Series]:
+    """BH-adjusted ``rule.p`` of ``ours`` within each alignment x ``rule.family_by`` group and
+    the size of each row's family (0 for the rows of ``rule.exclude``, which are not tested and
+    get NaN). The family is fixed by the design, not by which fits give a p-value: a test
+    without one (a boundary fit without small-sample df) counts in the family with p = 1 (the
+    conservative choice) and gets NaN itself."""
+    tested = pd.Series(True, index=ours.index)
+    for col, values in rule.exclude.items():
+        tested &= ~ours[col].isin(list(values))
+    out = pd.Series(np.nan, index=ours.index)
+    size = pd.Series(0, index=ours.index)
+    by = ["alignment", *rule.family_by]
+    for _, g in ours[tested].groupby(by, sort=False):
+        p = g[rule.p].astype(float)
+        adj = pd.Series(bh_fdr(p.where(np.isfinite(p), 1.0)), index=g.index)
+        out[g.index] = adj.where(np.isfinite(p))
+        size[g.index] = len(g)
+    return out, size
 
 
 def aligned_rows(
@@ -118,8 +324,9 @@ def aligned_rows(
     quantity: str,
     source: str,
     cause: str = CAUSE_TABLE1,
-    p_of: Mapping[str, str] | None = None,
-    p_columns: Sequence[str] = (),
+    cause_evidence: str = "error",
+    rules: Mapping[str, Rule] | None = None,
+    join_only: pd.DataFrame | None = None,
     alpha: float = 0.05,
     decimals: int = 3,
     significant: int | None = None,
@@ -129,21 +336,29 @@ def aligned_rows(
     with ``significant``, at that many significant digits of the published value).
 
     ``published``: the published table; ``ours``: nonolab's table with an ``alignment`` column
-    (``published`` = the row-position join reproduced, ``corrected`` = joined by clue hash).
-    ``keys`` maps each key column of ``ours`` to its published name, ``columns`` each value
-    column label (a column of ``ours``) to its published name. ``quantity`` is formatted with
-    the key values and ``label`` (e.g. ``"Table 1 {label}, {metric}"``); ``source`` names
-    nonolab's table in the evidence. ``p_of`` maps a value column to the column of its p-value:
-    the conclusion then says whether the sign or the significance at ``alpha`` changes; a
-    p-value column (a value of ``p_of`` or one of ``p_columns``) gets the significance; any
-    other column the sign only.
+    (``published`` = the published method reproduced, ``corrected``). ``keys`` maps each key
+    column of ``ours`` to its published name, ``columns`` each value column label (a column of
+    ``ours``) to its published name. ``quantity`` is formatted with the key values and
+    ``label``; ``source`` names nonolab's table in the evidence. ``rules`` maps a value column
+    to the :class:`Rule` that judges its term (adjusted within the rule's family, computed over
+    every row of ``ours``); a column without a rule is descriptive (:data:`NO_INFERENCE`).
+    ``cause_evidence`` labels every row, unless ``join_only`` is given: nonolab's table under
+    the published sample and the corrected join (keyed like ``ours``); a row is then ``error``
+    when the corrected join alone changes the value at the published precision, else
+    ``analysis choice``.
     """
-    p_of = dict(p_of or {})
-    p_cols = set(p_of.values()) | set(p_columns)
+    rules = dict(rules or {})
+    ours = ours.reset_index(drop=True)
+    adj_cols: dict[int, str] = {}
+    for rule in rules.values():
+        if id(rule) not in adj_cols:
+            adj_cols[id(rule)] = f"_adj_{len(adj_cols)}"
+            ours[adj_cols[id(rule)]], ours[adj_cols[id(rule)] + "_n"] = _families(ours, rule)
     pub = published.rename(columns={v: k for k, v in keys.items()})
     by_align = {
         a: ours[ours["alignment"] == a].set_index(list(keys)) for a in ("published", "corrected")
     }
+    join = None if join_only is None else join_only.set_index(list(keys))
     rows = []
     for _, prow in pub.iterrows():
         key = tuple(prow[k] for k in keys)
@@ -160,24 +375,40 @@ def aligned_rows(
                 continue
             shown = f".{dec}f" if significant is None else f".{significant}g"
             evidence = (
-                f"{source}: the row-position alignment {_reproduces(rep, p_val, dec)} "
-                f"the published value ({rep:{shown}}); the clue-hash alignment gives "
-                f"{cor:{shown}}"
+                f"{source}: the published method {_reproduces(rep, p_val, dec)} "
+                f"the published value ({rep:{shown}}); corrected {cor:{shown}}"
             )
-            if col in p_of:
-                p_pub = float(prow[columns.get(p_of[col], p_of[col])])
-                significance = _significance(p_pub, float(cor_row[p_of[col]]), alpha)
-                flip = _sign_change(p_val, cor, dec)
-                conclusion = significance
-                if flip is not None:
-                    conclusion = f"yes: sign {flip}; " + significance.replace(
-                        "no: ", "significance unchanged, "
-                    ).replace("yes: ", "")
-            elif col in p_cols:
-                conclusion = _significance(p_val, cor, alpha)
-            else:
-                flip = _sign_change(p_val, cor, dec)
-                conclusion = "no: same sign" if flip is None else f"yes: sign {flip}"
+            label = cause_evidence
+            if join is not None:
+                alone = float(join.loc[key, col])
+                label = "error" if changes(p_val, alone, dec) else "analysis choice"
+                evidence += f"; the corrected join alone (published sample) gives {alone:{shown}}"
+            verdict = NO_INFERENCE
+            if col in rules:
+                r = rules[col]
+                a = adj_cols[id(r)]
+                inference = r.inference
+                if not (np.isfinite(rep_row[r.p]) and np.isfinite(cor_row[r.p])):
+                    inference += (
+                        "; not judged: the rule's p-value is missing (a boundary fit has no "
+                        "small-sample df)"
+                    )
+                n_family = int(cor_row[a + "_n"])
+                family = (
+                    f"{r.family}; BH over {n_family} tests"
+                    if n_family
+                    else "not a tested term (intercept): no family, no adjusted verdict"
+                )
+                verdict = Verdict(
+                    inference=inference,
+                    family=family,
+                    effect_published=float(rep_row[r.estimate]) if r.estimate else np.nan,
+                    effect_corrected=float(cor_row[r.estimate]) if r.estimate else np.nan,
+                    p_published=float(rep_row[r.p]),
+                    p_corrected=float(cor_row[r.p]),
+                    p_published_adjusted=float(rep_row[a]),
+                    p_corrected_adjusted=float(cor_row[a]),
+                )
             rows.append(
                 _row(
                     quantity.format(label=col, **names),
@@ -186,10 +417,23 @@ def aligned_rows(
                     cor,
                     cause,
                     evidence,
-                    conclusion,
+                    label,
+                    verdict,
+                    alpha,
                 )
             )
     return rows
+
+
+def _spearman_rule(p: str, rho: str, what: str, family_by: tuple[str, ...] = ()) -> Rule:
+    return Rule(
+        p=p,
+        estimate=rho,
+        inference="Spearman rank correlation over the puzzles (t approximation), as the "
+        "corrected table reports",
+        family=f"the SAT metrics of the table ({what})",
+        family_by=family_by,
+    )
 
 
 #: Table 1 statistics in the errata: column -> label.
@@ -236,11 +480,18 @@ def table1_rows(
         columns={TABLE1_LABELS[s]: TABLE1_LABELS[s] for s in stats},
         quantity="Table 1 {label}, {metric}",
         source="table1_erratum.csv",
-        p_of={"BT rho": "BT p", "raw rho": "raw p"},
-        p_columns=["BT p (FDR)"],
+        rules=table1_rules(),
         alpha=alpha,
         decimals=decimals,
     )
+
+
+def table1_rules() -> dict[str, Rule]:
+    """The rules of Table 1's columns: the BT and the raw-rating Spearman correlations, each
+    BH-adjusted over the table's metrics (the published ``bt_p_fdr`` family)."""
+    bt = _spearman_rule("BT p", "BT rho", "Bradley-Terry strength")
+    raw = _spearman_rule("raw p", "raw rho", "raw mean rating")
+    return {"BT rho": bt, "BT p": bt, "BT p (FDR)": bt, "raw rho": raw, "raw p": raw}
 
 
 _NUM = r"([-+]?[\d,]*\.?\d+)"
@@ -273,11 +524,35 @@ def parse_pause_report(text: str) -> dict:
     return out
 
 
-def pause_rows(record: Mapping, published: Mapping[str, tuple[float, int]]) -> list[dict]:
+def _order_values(record: Mapping, key: str) -> tuple[float, float] | None:
+    """Range (min, max) over the random orders of the published-settings value behind the
+    published pause number ``key`` (``threshold_s``, ``threshold_log``, ``delta_bic_2``,
+    ``delta_bic_3``), from ``record["order_dependence"]``; None when not recorded."""
+    od = (record.get("order_dependence") or {}).get("published_settings") or {}
+    col = {"threshold_s": "crossing_s", "threshold_log": "crossing_s"}.get(key)
+    if key.startswith("delta_bic_"):
+        col = f"delta_bic_{key[-1]}_vs_1"
+    if col is None or col not in od:
+        return None
+    lo, hi = float(od[col]["min"]), float(od[col]["max"])
+    if key == "threshold_log":
+        lo, hi = float(np.log(lo)), float(np.log(hi))
+    return lo, hi
+
+
+def pause_rows(
+    record: Mapping, published: Mapping[str, tuple[float, int]], alpha: float = 0.05
+) -> list[dict]:
     """Return the errata rows of the pause threshold, its log crossing, the BIC improvements and
     the 3 mixture components: published (:func:`parse_pause_report`) vs the
     ``published_settings_fit`` and ``converged_fit`` of ``record``
-    (``results/pauses/threshold.json``). Empty when the record has no such fits."""
+    (``results/pauses/threshold.json``). Empty when the record has no such fits.
+
+    No row has an inference (descriptive fit numbers: ``estimate``). ``cause_evidence`` is
+    ``not reproducible`` when the published-settings value over the random gap orders of
+    ``record["order_dependence"]`` (:func:`nonolab.stats.pauses.order_dependence`) spans more
+    than one value at the published precision (the published number is then a property of the
+    gap order as much as of the data), else ``error`` (the early-stopped EM)."""
     pub_fit, conv = record.get("published_settings_fit"), record.get("converged_fit")
     if not pub_fit or not conv:
         return []
@@ -294,23 +569,17 @@ def pause_rows(record: Mapping, published: Mapping[str, tuple[float, int]]) -> l
         evidence += (
             f"; {len(rs['seeds'])} further random states agree within {rs['max_abs_diff_s']:.1e} s"
         )
+    od = record.get("order_dependence") or {}
+    conv_od = (od.get("converged") or {}).get("crossing_s")
+    if conv_od:
+        evidence += (
+            f"; over {od['n_orders']} random orders of the same gaps the converged crossing "
+            f"stays within {conv_od['min']:.7f}-{conv_od['max']:.7f} s"
+        )
     k = len(conv["means_log"])
-    best_pub = max(pub_fit["delta_bic_vs_1"].items(), key=lambda kv: kv[1])[0]
-    best_conv = max(conv["delta_bic_vs_1"].items(), key=lambda kv: kv[1])[0]
-    bic_conclusion = (
-        f"no: {best_conv} components remain best by BIC"
-        if best_pub == best_conv
-        else f"yes: {best_conv} components best by BIC instead of {best_pub}"
-    )
-    thr_conclusion = (
-        "not assessed here: pause counts keep the published threshold under the study's "
-        "preset; results/tables/threshold_sensitivity.csv gives the pause results at other "
-        "thresholds"
-    )
-    comp_conclusion = "follows the threshold: the crossing is computed from these components"
     items = [
-        ("pause threshold (s)", "threshold_s", lambda f: f["threshold_s"], thr_conclusion),
-        ("pause crossing (log s)", "threshold_log", lambda f: f["threshold_log"], thr_conclusion),
+        ("pause threshold (s)", "threshold_s", lambda f: f["threshold_s"]),
+        ("pause crossing (log s)", "threshold_log", lambda f: f["threshold_log"]),
     ]
     for j in (2, 3):
         items.append(
@@ -318,17 +587,16 @@ def pause_rows(record: Mapping, published: Mapping[str, tuple[float, int]]) -> l
                 f"BIC improvement, {j} vs 1 components",
                 f"delta_bic_{j}",
                 lambda f, j=j: f["delta_bic_vs_1"][str(j)],
-                bic_conclusion,
             )
         )
     for i in range(k):
         items += [
-            (f"component {i} mean (s)", f"mean_s_{i}", lambda f, i=i: f["means_s"][i], None),
-            (f"component {i} SD (log s)", f"sd_log_{i}", lambda f, i=i: f["sds_log"][i], None),
-            (f"component {i} weight", f"weight_{i}", lambda f, i=i: f["weights"][i], None),
+            (f"component {i} mean (s)", f"mean_s_{i}", lambda f, i=i: f["means_s"][i]),
+            (f"component {i} SD (log s)", f"sd_log_{i}", lambda f, i=i: f["sds_log"][i]),
+            (f"component {i} weight", f"weight_{i}", lambda f, i=i: f["weights"][i]),
         ]
     rows = []
-    for label, key, get, conclusion in items:
+    for label, key, get in items:
         if key not in published:
             continue
         value, dec = published[key]
@@ -337,6 +605,16 @@ def pause_rows(record: Mapping, published: Mapping[str, tuple[float, int]]) -> l
         cor = float(get(conv))
         if not changes(value, cor, dec):
             continue
+        row_evidence, label_evidence = evidence, "error"
+        span = _order_values(record, key)
+        if span is not None:
+            lo, hi = span
+            row_evidence += (
+                f"; the published settings give {lo:,.{dec + 1}f} to {hi:,.{dec + 1}f} over "
+                f"{od['n_orders']} random orders of the same gaps"
+            )
+            if round(lo, dec) != round(hi, dec):
+                label_evidence = "not reproducible"
         rows.append(
             _row(
                 label,
@@ -344,21 +622,26 @@ def pause_rows(record: Mapping, published: Mapping[str, tuple[float, int]]) -> l
                 get(pub_fit),
                 cor,
                 CAUSE_EM,
-                evidence,
-                conclusion or comp_conclusion,
+                row_evidence,
+                label_evidence,
+                alpha=alpha,
             )
         )
     return rows
 
 
 def bootstrap_rows(
-    strengths: pd.DataFrame, published: pd.DataFrame, decimals: int = 3
+    strengths: pd.DataFrame, published: pd.DataFrame, decimals: int = 3, alpha: float = 0.05
 ) -> list[dict]:
     """Return the errata rows of the BT strength intervals: the published bounds
     (``puzzle_id``, ``theta_ci_lower``, ``theta_ci_upper``; he2026:
     ``bt_difficulty_vs_sat.csv``) vs ``ci_low_published_semantics`` / ``ci_high_published_semantics``
     and ``ci_low`` / ``ci_high`` of ``results/tables/bt_strengths.csv``, compared at
-    ``decimals``. Empty when ``strengths`` lacks the published-semantics columns."""
+    ``decimals``. Empty when ``strengths`` lacks the published-semantics columns.
+
+    The unadjusted verdicts say whether the interval excludes 1 (the average puzzle) under the
+    published (k-squared) and the correct weighting; the intervals carry no multiplicity
+    adjustment, so the adjusted verdicts are missing and the category is ``estimate``."""
     need = {"ci_low_published_semantics", "ci_high_published_semantics"}
     if not need <= set(strengths.columns):
         return []
@@ -368,14 +651,13 @@ def bootstrap_rows(
     for pid in s.index.intersection(pub.index):
         lo = (float(pub.loc[pid, "theta_ci_lower"]), float(s.loc[pid, "ci_low"]))
         hi = (float(pub.loc[pid, "theta_ci_upper"]), float(s.loc[pid, "ci_high"]))
-        excl_pub = not (lo[0] <= 1.0 <= hi[0])
-        excl_cor = not (lo[1] <= 1.0 <= hi[1])
-        conclusion = (
-            f"no: the interval {'excludes' if excl_cor else 'includes'} 1 (the average puzzle) "
-            "either way"
-            if excl_pub == excl_cor
-            else f"yes: the interval {'excludes' if excl_cor else 'includes'} 1 (the average "
-            "puzzle) once corrected"
+        rep_lo = float(s.loc[pid, "ci_low_published_semantics"])
+        rep_hi = float(s.loc[pid, "ci_high_published_semantics"])
+        verdict = Verdict(
+            inference="participant-bootstrap 95% percentile interval of the BT strength "
+            "(excludes 1, the average puzzle: significant)",
+            family="each puzzle's interval on its own (no multiplicity adjustment)",
+            significant=(not (rep_lo <= 1.0 <= rep_hi), not (lo[1] <= 1.0 <= hi[1])),
         )
         for bound, col, (p_val, cor) in (("lower", "ci_low", lo), ("upper", "ci_high", hi)):
             rep = float(s.loc[pid, f"{col}_published_semantics"])
@@ -394,7 +676,9 @@ def bootstrap_rows(
                     cor,
                     CAUSE_BOOTSTRAP,
                     evidence,
-                    conclusion,
+                    "error",
+                    verdict,
+                    alpha,
                 )
             )
     return rows
@@ -407,7 +691,8 @@ def theme_fdr_rows(
     tests with at least ``min_present`` responses having the code (the published family,
     recomputed from the raw ``p`` of ``results/tables/themes_vs_difficulty.csv``) vs the
     table's ``p_fdr`` (every test in the family). ``published`` is NaN: the published files
-    give no theme p-values."""
+    give no theme p-values. Verdicts: the Mann-Whitney p (the same both ways) and the two
+    families' BH p-values; effect: the rank-biserial r."""
     tested = themes[themes["p"].notna()]
     family = tested[tested["n_present"] >= min_present]
     if len(family) == len(tested) or family.empty:
@@ -427,6 +712,17 @@ def theme_fdr_rows(
             f"{min_present} gives {rep:.3f}; over all {len(tested)} tested (adding {left_out}) "
             f"{cor:.3f}"
         )
+        verdict = Verdict(
+            inference="Mann-Whitney U of final difficulty, responses with vs without the theme",
+            family=f"published: the {len(family)} themes with n >= {min_present}; corrected: "
+            f"all {len(tested)} themes tested (BH)",
+            effect_published=float(r.get("rank_biserial", np.nan)),
+            effect_corrected=float(r.get("rank_biserial", np.nan)),
+            p_published=float(r["p"]),
+            p_corrected=float(r["p"]),
+            p_published_adjusted=rep,
+            p_corrected_adjusted=cor,
+        )
         rows.append(
             _row(
                 f"theme {r['code']} FDR p",
@@ -435,7 +731,9 @@ def theme_fdr_rows(
                 cor,
                 CAUSE_FDR,
                 evidence,
-                _significance(rep, cor, alpha),
+                "error",
+                verdict,
+                alpha,
             )
         )
     return rows
@@ -461,16 +759,53 @@ def behaviour_on_sat_rows(
     pub = published[~published["predictor"].isin(["const", "(model)"])]
     pub = pub.assign(predictor=pub["predictor"].replace(_PUBLISHED_COLUMNS))
     source = f"stats_behavioral_vs_{metric}.csv"
+    ours = table[table["metric"] == metric]
+    if "p_cluster" in ours.columns:
+        rule = Rule(
+            p="p_cluster",
+            estimate="coef",
+            inference="OLS with cluster-robust SEs by puzzle (CR1, t on puzzles - 1 df): the "
+            "outcome is a puzzle-level SAT metric",
+            family="the behaviours of the model",
+            exclude={"predictor": ("const",)},
+        )
+        cause = CAUSE_TABLE1 + "; " + CAUSE_CLUSTER
+    else:  # a table written before the cluster-robust columns: the published OLS p
+        rule = Rule(
+            p="p_value",
+            estimate="coef",
+            inference="OLS t (the published specification)",
+            family="the behaviours of the model",
+            exclude={"predictor": ("const",)},
+        )
+        cause = CAUSE_TABLE1
     return aligned_rows(
         pub,
-        table[table["metric"] == metric],
+        ours,
         keys={"predictor": "predictor"},
         columns={"coef": "coef", "p_value": "p_value"},
         quantity=source + " {predictor} {label}",
         source=source,
-        p_of={"coef": "p_value"},
+        cause=cause,
+        rules={"coef": rule, "p_value": rule},
         alpha=alpha,
         significant=3,
+    )
+
+
+CAUSE_CLUSTER = (
+    "the OLS treats the attempts of one puzzle as independent although the outcome (a SAT "
+    "metric) takes one value per puzzle; judged with cluster-robust SEs by puzzle"
+)
+
+
+def _satt_rule(term: str, family: str, p: str) -> Rule:
+    return Rule(
+        p=p,
+        estimate={"metric": "coef_metric", "expertise": "coef_expertise"}.get(term, term),
+        inference="Satterthwaite t of the REML crossed-random-intercept LMM (the metric is "
+        "puzzle-level: df about 4 for its main effect)",
+        family=family,
     )
 
 
@@ -487,6 +822,15 @@ def behaviour_moderation_rows(
     terms = {"coef_metric": "p_metric", "interaction": "p_interaction"}
     terms |= {"coef_expertise": "p_expertise"}
     columns = {c: c for pair in terms.items() for c in pair}
+    rules = {}
+    for est, p in terms.items():
+        name = p.removeprefix("p_")
+        rule = _satt_rule(
+            name if name != "interaction" else "interaction",
+            f"the {name} terms of the table's outcome x metric models",
+            f"p_satt_{name}",
+        )
+        rules[est] = rules[p] = rule
     return aligned_rows(
         pub,
         ours,
@@ -494,7 +838,7 @@ def behaviour_moderation_rows(
         columns=columns,
         quantity=source + " {outcome} x {metric} {label}",
         source=source,
-        p_of=terms,
+        rules=rules,
         alpha=alpha,
         significant=3,
     )
@@ -516,10 +860,22 @@ def behaviour_models_rows(
         columns={"coef": "coef", "p": "p", "p_fdr": "p_fdr"},
         quantity=source + " {outcome_column} ~ {metric} {label}",
         source=source,
-        p_of={"coef": "p"},
-        p_columns=["p_fdr"],
+        rules=dict.fromkeys(("coef", "p", "p_fdr"), behaviour_models_rule()),
         alpha=alpha,
         significant=3,
+    )
+
+
+def behaviour_models_rule() -> Rule:
+    """The rule of the behaviour ~ metric mixed models: Satterthwaite t of the metric (a
+    puzzle-level term), BH over every behaviour x metric model of one alignment (the
+    published ``p_fdr`` family, as ``p_satt_fdr``)."""
+    return Rule(
+        p="p_satt",
+        estimate="coef",
+        inference="Satterthwaite t of the REML crossed-random-intercept LMM (the metric is "
+        "puzzle-level: df about 4)",
+        family="the behaviour x metric models of the table",
     )
 
 
@@ -527,7 +883,9 @@ def moderation_wide(table: pd.DataFrame, moderator: str = "expertise_composite")
     """Return the long moderation table (``results/tables/moderation_raw.csv``: one row per
     ``alignment`` x ``metric`` x ``term``) as one row per alignment x metric with the published
     file's columns: ``coef_metric``/``p_metric``, ``coef_expertise``/``p_expertise`` and
-    ``interaction``/``p_interaction`` (coefficients in outcome units per covariate unit)."""
+    ``interaction``/``p_interaction`` (coefficients in outcome units per covariate unit), and
+    ``p_satt_metric``/``p_satt_expertise``/``p_satt_interaction`` when the table has
+    Satterthwaite p-values."""
     rows = []
     for (a, m), d in table.groupby(["alignment", "metric"], sort=False):
         t = d.set_index("term")
@@ -538,6 +896,8 @@ def moderation_wide(table: pd.DataFrame, moderator: str = "expertise_composite")
             ok = term in t.index
             row[coef] = float(t.loc[term, "coef"]) if ok else float("nan")
             row[f"p_{name}"] = float(t.loc[term, "p"]) if ok else float("nan")
+            if "p_satt" in t.columns:
+                row[f"p_satt_{name}"] = float(t.loc[term, "p_satt"]) if ok else float("nan")
         rows.append(row)
     return pd.DataFrame(rows)
 
@@ -552,14 +912,24 @@ def moderation_rows(
     source = "stats_moderation_expertise.csv"
     terms = {"coef_metric": "p_metric", "interaction": "p_interaction"}
     terms |= {"coef_expertise": "p_expertise"}
+    wide = moderation_wide(table)
+    rules = {}
+    for est, p in terms.items():
+        name = p.removeprefix("p_")
+        rule = _satt_rule(
+            name,
+            f"the SAT metrics of the table (the models' {name} terms)",
+            f"p_satt_{name}" if f"p_satt_{name}" in wide.columns else p,
+        )
+        rules[est] = rules[p] = rule
     return aligned_rows(
         published,
-        moderation_wide(table),
+        wide,
         keys={"metric": "predictor"},
         columns={c: c for pair in terms.items() for c in pair},
         quantity=source + " {metric} {label}",
         source=source,
-        p_of=terms,
+        rules=rules,
         alpha=alpha,
         significant=3,
     )
@@ -607,13 +977,17 @@ def selections_rows(record: Mapping, published: int) -> list[dict]:
     conclusion = (
         f"yes: the design covered {distinct} of {record['possible_ordered']} ordered selections"
     )
+    evidence += f"; {conclusion.removeprefix('yes: ')}"
     quantity = "ordered puzzle selections served"
-    return [_row(quantity, published, sessions, distinct, CAUSE_SELECTIONS, evidence, conclusion)]
+    return [_row(quantity, published, sessions, distinct, CAUSE_SELECTIONS, evidence, "error")]
 
 
 CAUSE_SAMPLE = (
-    "rating sample: the published difficulty-adjustment files were computed from an earlier "
-    "feature table without the 3 final ratings given after unsolved attempts (177 of 180)"
+    "rating sample: the published difficulty-adjustment files use the 177 final ratings of "
+    "solved attempts, leaving out the 3 given after unsolved attempts (all by the one "
+    "participant who solved none); the corrected files use all 180 rated attempts, the sample "
+    "of Table 1 and the mixed models. A sample definition the paper's text does not state, "
+    "not a demonstrated error"
 )
 CAUSE_SAMPLE_AND_JOIN = f"{CAUSE_SAMPLE}; and {CAUSE_TABLE1}"
 
@@ -629,6 +1003,13 @@ def _as_published_and_corrected(table: pd.DataFrame, sample_only: bool = False) 
     return table[table["alignment"] == table["sample"]].drop(columns=["sample"])
 
 
+def _join_only(table: pd.DataFrame) -> pd.DataFrame:
+    """Rows of an adjustment table under the published sample and the corrected join: what the
+    join correction alone does (for ``cause_evidence``)."""
+    sel = (table["alignment"] == "corrected") & (table["sample"] == "published")
+    return table[sel].drop(columns=["sample"])
+
+
 def adjustment_model_rows(
     table: pd.DataFrame, published: pd.DataFrame, *, model: str, source: str, alpha: float = 0.05
 ) -> list[dict]:
@@ -638,6 +1019,13 @@ def adjustment_model_rows(
     ``results/tables/adjustment_models.csv`` (the published and the corrected rating sample),
     compared at 3 significant digits."""
     ours = _as_published_and_corrected(table[table["model"] == model], sample_only=True)
+    rule = Rule(
+        p="p_value",
+        estimate="coef",
+        inference="OLS t (rating-level model, as published)",
+        family="the terms of the model, intercept left out",
+        exclude={"term": ("Intercept", "const")},
+    )
     return aligned_rows(
         published,
         ours,
@@ -646,7 +1034,8 @@ def adjustment_model_rows(
         quantity=source + " {term} {label}",
         source="adjustment_models.csv",
         cause=CAUSE_SAMPLE,
-        p_of={"coef": "p_value"},
+        cause_evidence="analysis choice",
+        rules=dict.fromkeys(("coef", "se", "p_value"), rule),
         alpha=alpha,
         significant=3,
     )
@@ -663,6 +1052,8 @@ def adjusted_difficulty_rows(
     source = "expertise_adjusted_puzzle_difficulty.csv"
     ours = _as_published_and_corrected(table)
     ours = ours.assign(puzzle_id=ours["puzzle_id"].astype(str))
+    join = _join_only(table)
+    join = join.assign(puzzle_id=join["puzzle_id"].astype(str))
     pub = published.assign(puzzle_id=published["puzzle_id"].astype(str))
     cols = ["raw_mean_difficulty", "n_ratings", "adjusted_difficulty"]
     cols += ["decisions", "propagations", "conflicts"]
@@ -674,6 +1065,7 @@ def adjusted_difficulty_rows(
         quantity=source + " puzzle {puzzle_id} {label}",
         source="adjusted_difficulty.csv",
         cause=CAUSE_SAMPLE_AND_JOIN,
+        join_only=join,
         alpha=alpha,
     )
 
@@ -686,6 +1078,8 @@ def adjusted_difficulty_vs_sat_rows(
     from ``results/tables/adjusted_difficulty_vs_sat.csv``, compared at 3 decimals."""
     source = "stats_expertise_adjusted_difficulty_vs_sat.csv"
     cols = ["raw_spearman_rho", "raw_spearman_p", "adjusted_spearman_rho", "adjusted_spearman_p"]
+    raw = _spearman_rule("raw_spearman_p", "raw_spearman_rho", "raw mean difficulty")
+    adj = _spearman_rule("adjusted_spearman_p", "adjusted_spearman_rho", "adjusted difficulty")
     return aligned_rows(
         published,
         _as_published_and_corrected(table),
@@ -694,7 +1088,13 @@ def adjusted_difficulty_vs_sat_rows(
         quantity=source + " {sat_metric} {label}",
         source="adjusted_difficulty_vs_sat.csv",
         cause=CAUSE_SAMPLE_AND_JOIN,
-        p_of={"raw_spearman_rho": "raw_spearman_p", "adjusted_spearman_rho": "adjusted_spearman_p"},
+        join_only=_join_only(table),
+        rules={
+            "raw_spearman_rho": raw,
+            "raw_spearman_p": raw,
+            "adjusted_spearman_rho": adj,
+            "adjusted_spearman_p": adj,
+        },
         alpha=alpha,
     )
 
@@ -739,7 +1139,7 @@ def study_errata(
     table), the theme FDR family and the count of ordered selections served."""
     rows: list[dict] = []
     if "table1" in published:
-        erratum = pd.read_csv(inputs["table1_erratum"])
+        erratum = read_csv(inputs["table1_erratum"])
         rows += table1_rows(erratum, pd.read_csv(inputs["table1"]), alpha=alpha)
     if "pause_report" in published:
         with open(inputs["threshold"], encoding="utf-8") as fh:
@@ -747,19 +1147,19 @@ def study_errata(
         with open(inputs["pause_report"], encoding="utf-8") as fh:
             published_pauses = parse_pause_report(fh.read())
         log(f"published pause numbers: {published_pauses}")
-        rows += pause_rows(record, published_pauses)
+        rows += pause_rows(record, published_pauses, alpha=alpha)
     if "bt_strengths" in published:
-        strengths = pd.read_csv(inputs["strengths"], dtype={"puzzle_id": str})
+        strengths = read_csv(inputs["strengths"], dtype={"puzzle_id": str})
         pub = pd.read_csv(inputs["bt_published"], dtype={"puzzle_id": str})
-        found = bootstrap_rows(strengths, pub)
+        found = bootstrap_rows(strengths, pub, alpha=alpha)
         if not found and "ci_low_published_semantics" not in strengths.columns:
             log("bt_strengths.csv has no published-semantics intervals: no bootstrap rows")
         rows += found
     for key in aligned:
-        ours, pub = pd.read_csv(inputs[f"ours_{key}"]), pd.read_csv(inputs[key])
+        ours, pub = read_csv(inputs[f"ours_{key}"]), pd.read_csv(inputs[key])
         rows += ALIGNED_TABLES[key](ours, pub, alpha=alpha)
     if themes_min_present is not None:
-        themes = pd.read_csv(inputs["themes"])
+        themes = read_csv(inputs["themes"])
         rows += theme_fdr_rows(themes, themes_min_present, alpha=alpha)
     if selections_published is not None:
         with open(inputs["selections"], encoding="utf-8") as fh:
@@ -771,4 +1171,8 @@ def errata_table(rows: list[dict]) -> pd.DataFrame:
     """Return the errata table (:data:`ERRATA_COLUMNS`) of ``rows``, in the given order."""
     if not rows:
         return empty_errata()
-    return pd.DataFrame(rows, columns=ERRATA_COLUMNS)
+    out = pd.DataFrame(rows, columns=ERRATA_COLUMNS)
+    for c in VERDICT_COLUMNS:
+        if c.startswith("significant_"):
+            out[c] = out[c].astype("boolean")
+    return out

@@ -558,6 +558,102 @@ def fit_record(model: PauseModel) -> dict:
     }
 
 
+#: A component whose SD (natural log of seconds) is below this has collapsed onto a spike: a
+#: spread of 1% in seconds, far below any timing process (the public study's narrowest
+#: component has SD 0.47); EM's own floor (:data:`REG_COVAR`) is SD 0.001.
+DEGENERATE_SD_LOG = 0.01
+#: A component whose gaps (each gap to the component of largest posterior) are this share or
+#: more one repeated value sits on a spike (e.g. rounded timestamps); in the public study the
+#: largest such share is 0.4%.
+DEGENERATE_SPIKE_SHARE = 0.5
+#: The fallback refits without the spike values at most this many times.
+FALLBACK_ROUNDS = 3
+
+
+def degenerate_components(
+    gaps_s: Sequence[float] | np.ndarray, model: PauseModel | dict
+) -> list[dict]:
+    """Return the components of ``model`` (a :class:`PauseModel` or its record) that collapsed
+    onto a spike of ``gaps_s`` (seconds, the gaps it was fitted to): SD below
+    :data:`DEGENERATE_SD_LOG`, or at least :data:`DEGENERATE_SPIKE_SHARE` of the gaps it
+    explains best are one repeated value. One dict per such component: ``component``
+    (1-based, ascending means), ``mean_s``, ``sd_log``, ``weight``, ``n_gaps`` (gaps it
+    explains best), ``spike_s`` (its most repeated gap, seconds), ``spike_share`` and
+    ``reasons`` (``"sd_below_floor"``, ``"repeated_value"``). Empty when none collapsed."""
+    g = np.asarray(gaps_s, dtype=float)
+    g = g[g > 0]
+    dens = mixture_density(model, np.log(g))
+    if isinstance(model, PauseModel):
+        mu, sd, w = model.means_log, model.sds_log, model.weights
+    else:
+        mu, sd, w = model["means_log"], model["sds_log"], model["weights"]
+    best = dens.argmax(axis=0)
+    out = []
+    for k in range(len(mu)):
+        mine = g[best == k]
+        spike_s, share = float("nan"), 0.0
+        if len(mine):
+            values, counts = np.unique(mine, return_counts=True)
+            spike_s, share = float(values[counts.argmax()]), float(counts.max() / len(mine))
+        reasons = []
+        if sd[k] < DEGENERATE_SD_LOG:
+            reasons.append("sd_below_floor")
+        if len(mine) > 1 and share >= DEGENERATE_SPIKE_SHARE:
+            reasons.append("repeated_value")
+        if reasons:
+            out.append(
+                {
+                    "component": k + 1,
+                    "mean_s": float(np.exp(mu[k])),
+                    "sd_log": float(sd[k]),
+                    "weight": float(w[k]),
+                    "n_gaps": int(len(mine)),
+                    "spike_s": spike_s,
+                    "spike_share": share,
+                    "reasons": reasons,
+                }
+            )
+    return out
+
+
+#: How the fallback threshold is found (threshold.json ``threshold_fallback.rule``).
+FALLBACK_RULE = (
+    "a mixture component collapsed onto a spike of identical gaps; the gaps equal to each "
+    "collapsed component's most repeated value are left out and the same mixtures refitted "
+    f"(at most {FALLBACK_ROUNDS} rounds); the threshold is the refit's crossing"
+)
+
+
+def _fallback_fit(
+    gaps_s: np.ndarray,
+    degenerate: list[dict],
+    fit: Callable[[_Gaps], PauseModel],
+    components: int,
+) -> dict:
+    """Return the ``threshold_fallback`` record: refit (``fit``) without the spike values of
+    the ``degenerate`` components, repeatedly while the refit collapses again (at most
+    :data:`FALLBACK_ROUNDS` rounds). ``threshold_s`` is NaN when no refit gives a
+    non-degenerate crossing (``ok`` False, ``why`` says why)."""
+    removed: list[float] = []
+    g = np.asarray(gaps_s, dtype=float)
+    rec: dict = {"rule": FALLBACK_RULE, "ok": False, "threshold_s": float("nan")}
+    for _ in range(FALLBACK_ROUNDS):
+        removed += sorted({d["spike_s"] for d in degenerate} - set(removed))
+        keep = ~np.isin(g, removed)
+        rec |= {"removed_values_s": removed, "n_removed": int((~keep).sum())}
+        try:
+            model = fit(_Gaps(g[keep], components))
+        except ValueError as e:  # too few gaps left, or the slowest two do not cross
+            rec["why"] = str(e)
+            return rec
+        degenerate = degenerate_components(g[keep], model)
+        rec["fit"] = fit_record(model)
+        if not degenerate:
+            return rec | {"ok": True, "threshold_s": model.threshold_s}
+    rec["why"] = f"the refit still collapses after {FALLBACK_ROUNDS} rounds"
+    return rec
+
+
 def mixture_density(model_or_record: PauseModel | dict, log_x: np.ndarray) -> np.ndarray:
     """Return the per-component weighted densities (components x points) on log seconds."""
     if isinstance(model_or_record, PauseModel):
@@ -662,6 +758,29 @@ def pause_threshold(
             else _fit_models(data, components, n_init, random_state, tol, 2000)
         )
     used, source = threshold_used(model, threshold, preset_threshold)
+    degenerate = degenerate_components(data.gaps, model)
+    fallback = None
+    if degenerate:
+        fallback = _fallback_fit(
+            data.gaps,
+            degenerate,
+            lambda d: (
+                _fit_models(d, components, n_init, random_state, model.tol, max_iter, verify)
+                if model is conv
+                else _fit_models(d, components, n_init, random_state, model.tol, 2000)
+            ),
+            components,
+        )
+        if source == "fitted":
+            if not fallback["ok"]:
+                raise ValueError(
+                    "the pause mixture collapsed onto a spike of identical gaps "
+                    f"({degenerate}) and the fallback found no threshold: {fallback['why']}; "
+                    "set config pauses.threshold to a number of seconds"
+                )
+            used, source = fallback["threshold_s"], "fallback (mixture collapsed onto a spike)"
+        if log is not None:
+            log(f"degenerate components {degenerate}; fallback {fallback}")
     if log is not None:
         log(
             f"published settings (EM tol {PUBLISHED_EM_TOL:g}, {published.n_iter} iterations): "
@@ -681,6 +800,9 @@ def pause_threshold(
         )
         log(f"threshold used {used:.4f} s ({source}); fitted crossing {model.threshold_s:.4f} s")
     rec = model_record(model, used, source)
+    rec["degenerate_components"] = degenerate
+    if fallback is not None:
+        rec["threshold_fallback"] = fallback
     rec["converged_fit"] = fit_record(conv) | {"random_state_check": rs_check}
     rec["published_settings_fit"] = fit_record(published)
     if subsample is not None:
@@ -702,3 +824,84 @@ def _fit_subsample(
         raise ValueError(f"max_fit_gaps must be a positive number of gaps, got {max_fit_gaps}")
     keep = np.sort(np.random.default_rng(seed).choice(len(gaps_s), max_fit_gaps, replace=False))
     return gaps_s[keep], {"n_gaps": len(gaps_s), "n_fitted": int(max_fit_gaps), "seed": seed}
+
+
+#: Columns of ``results/tables/pause_order_dependence.csv`` (:func:`order_dependence`).
+ORDER_COLUMNS = [
+    "order",
+    "fit",
+    "crossing_s",
+    "delta_bic_2_vs_1",
+    "delta_bic_3_vs_1",
+    "log_likelihood",
+    "n_iter",
+]
+
+
+def order_dependence(
+    gaps_s: Sequence[float] | np.ndarray,
+    *,
+    n_orders: int = 20,
+    seed: int = 0,
+    components: int = 3,
+    n_init: int = 10,
+    random_state: int = 42,
+    converged: dict | None = None,
+) -> tuple[list[dict], dict]:
+    """Refit the pause mixtures to the same gaps in ``n_orders`` random orders and return
+    ``(rows, summary)``: how much the published-settings fit (EM tolerance
+    :data:`PUBLISHED_EM_TOL`, stopped early) and the checked converged fit
+    (:func:`fit_converged_pause_model` with the keyword arguments in ``converged``; its
+    ``random_state_checks`` key is ignored) depend on the order of the gaps.
+
+    The k-means starts draw from ``random_state`` but see the gaps in another order, so the
+    early-stopped fit starts elsewhere and stops elsewhere; a fit at the optimum should not move.
+    Order 0 is the input order; orders 1..``n_orders`` are permutations drawn in sequence from
+    ``numpy.random.default_rng(seed)``. ``rows``: per order and fit (``published_settings``,
+    ``converged``): ``crossing_s`` (seconds), ``delta_bic_2_vs_1`` and ``delta_bic_3_vs_1``
+    (BIC(1) - BIC(k); missing beyond ``components``), ``log_likelihood`` (total, natural log),
+    ``n_iter``. ``summary``: ``n_orders``, ``seed``, and per fit the input-order value, the
+    minimum and maximum over the random orders of the crossing and of each delta BIC, and the
+    number of random orders in which delta BIC(2 vs 1) is negative.
+    """
+    gaps = np.asarray(gaps_s, dtype=float)
+    opts = {k: v for k, v in (converged or {}).items() if k != "random_state_checks"}
+    tol, max_iter, verify = _converged_settings(opts)
+    rng = np.random.default_rng(seed)
+    orders = [np.arange(len(gaps))] + [rng.permutation(len(gaps)) for _ in range(n_orders)]
+    rows: list[dict] = []
+    for i, perm in enumerate(orders):
+        data = _Gaps(gaps[perm], components)
+        fits = {
+            "published_settings": _fit_models(
+                data, components, n_init, random_state, PUBLISHED_EM_TOL, 2000
+            ),
+            "converged": _fit_models(data, components, n_init, random_state, tol, max_iter, verify),
+        }
+        for name, m in fits.items():
+            rows.append(
+                {
+                    "order": i,
+                    "fit": name,
+                    "crossing_s": float(m.threshold_s),
+                    "delta_bic_2_vs_1": float(m.delta_bic_vs_1.get(2, np.nan)),
+                    "delta_bic_3_vs_1": float(m.delta_bic_vs_1.get(3, np.nan)),
+                    "log_likelihood": float(m.log_likelihood),
+                    "n_iter": int(m.n_iter),
+                }
+            )
+    summary: dict = {"n_orders": int(n_orders), "seed": int(seed), "input_order": 0}
+    for name in ("published_settings", "converged"):
+        mine = [r for r in rows if r["fit"] == name]
+        first, rest = mine[0], mine[1:]
+        entry: dict = {}
+        for col in ("crossing_s", "delta_bic_2_vs_1", "delta_bic_3_vs_1"):
+            vals = np.array([r[col] for r in rest], dtype=float)
+            entry[col] = {
+                "input_order": first[col],
+                "min": float(np.nanmin(vals)) if np.isfinite(vals).any() else float("nan"),
+                "max": float(np.nanmax(vals)) if np.isfinite(vals).any() else float("nan"),
+            }
+        entry["orders_delta_bic_2_negative"] = int(sum(r["delta_bic_2_vs_1"] < 0 for r in rest))
+        summary[name] = entry
+    return rows, summary

@@ -132,6 +132,29 @@ def selection_pool_ids(
     return pd.DataFrame(rows)
 
 
+def own_pool_ids(served: pd.DataFrame, pool: pd.DataFrame) -> pd.DataFrame:
+    """Return the representativeness ids of a study without published statistics: one
+    ``corrected`` row per served puzzle (``puzzle_id``, ``puzzle_hash``; sorted numerically by
+    id) with its own statistics (``source_hash`` = ``puzzle_hash``) and ``pool_puzzle_id`` its
+    row in ``pool`` when the pool holds the same puzzle (``puzzle_hash`` and ``pool_puzzle_id``
+    columns), else empty."""
+    row_of = {}
+    if {"puzzle_hash", "pool_puzzle_id"} <= set(pool.columns):
+        row_of = dict(zip(pool["puzzle_hash"], pool["pool_puzzle_id"].astype(str), strict=True))
+    own = dict(zip(served["puzzle_id"].astype(str), served["puzzle_hash"], strict=True))
+    rows = [
+        {
+            "alignment": "corrected",
+            "experiment_id": i,
+            "puzzle_hash": own[i],
+            "source_hash": own[i],
+            "pool_puzzle_id": row_of.get(own[i], ""),
+        }
+        for i in sorted(own, key=lambda s: (len(s), s))
+    ]
+    return pd.DataFrame(rows, columns=REPRESENTATIVENESS_ID_COLUMNS)
+
+
 def pool_percentile(pool_values: Sequence[float], value: float) -> float:
     """Return the percentage (0-100) of pool values strictly below ``value``."""
     return 100.0 * float(np.mean(np.asarray(pool_values, dtype=float) < value))
@@ -164,17 +187,19 @@ def selection_representativeness(
 def ordered_selections(
     attempts: pd.DataFrame,
     n_puzzles: int,
-    per_session: int,
+    per_session: int | Sequence[int],
     schedule: Sequence | None = None,
     schedule_idx: Sequence | None = None,
 ) -> dict[str, int | bool]:
     """Return counts of the puzzle sequences the sessions were served.
 
-    ``attempts``: ``participant_id``, ``order``, ``puzzle_id``. Keys: ``participants``,
+    ``attempts``: ``participant_id``, ``order``, ``puzzle_id``. ``per_session``: the number of
+    puzzles a session serves, or every number allowed (variable sessions: the possible counts
+    are summed over them). Keys: ``participants``,
     ``distinct_ordered`` (distinct sequences by ``order``), ``possible_ordered``
     (``n_puzzles P per_session``), ``distinct_unordered`` (distinct puzzle sets),
     ``possible_unordered`` (``n_puzzles C per_session``), ``complete_sessions`` (participants
-    with ``per_session`` attempts), when a ``schedule`` (list of sequences) is given,
+    with an allowed number of attempts), when a ``schedule`` (list of sequences) is given,
     ``schedule_size`` and ``all_in_schedule``, and when the sessions' ``schedule_idx``
     (pointers into it; missing values ignored) are given, ``distinct_schedule_idx`` and
     ``max_schedule_idx``.
@@ -184,13 +209,14 @@ def ordered_selections(
         .groupby("participant_id")["puzzle_id"]
         .apply(lambda s: tuple(str(x) for x in s))
     )
+    sizes = [per_session] if isinstance(per_session, int) else sorted(set(per_session))
     out: dict[str, int | bool] = {
         "participants": len(seq),
-        "complete_sessions": int((seq.map(len) == per_session).sum()),
+        "complete_sessions": int(seq.map(len).isin(sizes).sum()),
         "distinct_ordered": seq.nunique(),
-        "possible_ordered": math.perm(n_puzzles, per_session),
+        "possible_ordered": sum(math.perm(n_puzzles, k) for k in sizes),
         "distinct_unordered": seq.map(lambda t: tuple(sorted(t))).nunique(),
-        "possible_unordered": math.comb(n_puzzles, per_session),
+        "possible_unordered": sum(math.comb(n_puzzles, k) for k in sizes),
     }
     if schedule is not None:
         known = {tuple(str(x) for x in s) for s in schedule}
@@ -231,8 +257,9 @@ def pool_tables(
     Keys: ``correlation`` (:func:`metric_correlations` of samples ``pool`` when given and
     ``selected``, the served puzzles' own statistics: a correlation between two metrics of the
     same puzzles does not depend on the alignment), ``vif`` (:func:`metric_vif`, same samples)
-    and ``representativeness`` (:func:`selection_representativeness`; no rows without
-    ``selected``).
+    and ``representativeness`` (:func:`selection_representativeness`: with ``selected`` both
+    alignments, else with a ``pool`` each served puzzle against it (:func:`own_pool_ids`), else
+    no rows).
     """
     served = attempts[["puzzle_id", "puzzle_hash"]].drop_duplicates()
     m = metrics[(metrics["solver"] == solver) & (metrics["encoding"] == encoding)]
@@ -240,6 +267,8 @@ def pool_tables(
     samples = ({"pool": pool} if pool is not None else {}) | {"selected": own}
     if selected is not None:
         ids = selection_pool_ids(selected, served, m)
+    elif pool is not None:
+        ids = own_pool_ids(served, pool)
     else:
         ids = pd.DataFrame(columns=REPRESENTATIVENESS_ID_COLUMNS)
     return {

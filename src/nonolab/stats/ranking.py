@@ -392,7 +392,8 @@ def strengths_table(
     (natural log), ``ci_low``/``ci_high`` (percentile interval of the normalised strength at
     ``level`` from ``boot``, weighting ``"k"``), ``rank`` (1 = rated hardest),
     ``ci_low_published_semantics``/``ci_high_published_semantics`` (the same from ``published``,
-    weighting ``"k2"``), ``n_boot_used``, ``n_boot_not_connected``, ``n_boot_not_converged``
+    weighting ``"k2"``; only when ``published`` is given: a study with a published analysis),
+    ``n_boot_used``, ``n_boot_not_connected``, ``n_boot_not_converged``
     (resample counts of ``boot``; 0 without it) and ``status`` (``"ok"``, or why the point
     estimate is undefined). Interval columns are NaN without their bootstrap.
 
@@ -425,8 +426,9 @@ def strengths_table(
         df["rank"] = df["strength"].rank(ascending=False, method="min").astype(int)
     else:
         df["rank"] = pd.array([pd.NA] * n, dtype="Int64")
-    df["ci_low_published_semantics"] = plo
-    df["ci_high_published_semantics"] = phi
+    if published is not None:
+        df["ci_low_published_semantics"] = plo
+        df["ci_high_published_semantics"] = phi
     df["n_boot_used"] = boot.n_used if boot is not None else 0
     df["n_boot_not_connected"] = boot.n_not_connected if boot is not None else 0
     df["n_boot_not_converged"] = boot.n_not_converged if boot is not None else 0

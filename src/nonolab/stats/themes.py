@@ -17,6 +17,7 @@ import pandas as pd
 from scipy import stats
 
 from nonolab.stats.correlations import bh_fdr
+from nonolab.study.codebook import coded_puzzle_label, out_of_range_rating
 
 REQUIRED = ("response_id", "participant_id", "source_file", "response_kind", "final_difficulty")
 THEME_TEST_COLUMNS = [
@@ -34,11 +35,15 @@ THEME_TEST_COLUMNS = [
 
 def load_coded_responses(path: str | Path) -> pd.DataFrame:
     """Return the coded responses with a ``participant`` column (published participant id,
-    the stem of ``source_file``) and ``puzzle_id`` as a string label ("" when absent).
+    the stem of ``source_file``), ``puzzle_id`` as a string label ("" when absent),
+    ``final_difficulty`` as a number (missing when empty or not a number) and
+    ``final_difficulty_text`` as written. Only an empty cell is missing: "NA", "null" and "nan"
+    are text.
 
     Raises ``ValueError`` naming the file for missing columns or non-0/1 code values.
     """
-    df = pd.read_csv(path)
+    # only an empty cell is missing: "NA", "null", "nan" stay text (an id, or a bad rating)
+    df = pd.read_csv(path, keep_default_na=False, na_values=[""])
     missing = [c for c in REQUIRED if c not in df.columns]
     if missing:
         raise ValueError(f"{path}: missing column(s) {missing}")
@@ -51,9 +56,13 @@ def load_coded_responses(path: str | Path) -> pd.DataFrame:
             line = int(np.flatnonzero(bad.to_numpy())[0]) + 2
             raise ValueError(f"{path}, line {line}: column {c} is not 0/1 ({df[c][bad].iloc[0]!r})")
     df = df.copy()
+    df["final_difficulty_text"] = df["final_difficulty"].map(
+        lambda v: "" if isinstance(v, float) and v != v else str(v)
+    )
+    df["final_difficulty"] = pd.to_numeric(df["final_difficulty"], errors="coerce")
     df["participant"] = df["source_file"].astype(str).str.replace(r"\.[^.]*$", "", regex=True)
     pid = df["puzzle_id"] if "puzzle_id" in df.columns else pd.Series(np.nan, index=df.index)
-    df["puzzle_id"] = [("" if pd.isna(v) else str(int(v))) for v in pid]
+    df["puzzle_id"] = [coded_puzzle_label(v) for v in pid]
     return df
 
 
@@ -65,9 +74,11 @@ def select_coded_responses(
     ``participant``, ``reason``).
 
     Left out: a repeat of an earlier ``response_id`` (a duplicated row would count twice in
-    every n and change the tests' p-values; the first is used), and, when ``participant_ids``
+    every n and change the tests' p-values; the first is used), when ``participant_ids``
     is given (the participants table of the ingest), a response of a participant the ingest
-    did not analyse (excluded or unknown). The ingest ledgers both with the CSV line.
+    did not analyse (excluded or unknown), and a rating reason whose ``final_difficulty`` is
+    not a rating (:func:`nonolab.study.codebook.out_of_range_rating`: 99, 0, 3.5, text). The
+    ingest ledgers each with the CSV line.
     """
     record = pd.Series(np.arange(1, len(coded) + 1), index=coded.index)
     first = coded.groupby("response_id", sort=False).cumcount() == 0
@@ -77,6 +88,12 @@ def select_coded_responses(
     if participant_ids is not None:
         other = ~coded["participant"].astype(str).isin(set(map(str, participant_ids)))
         reasons[other & first] = "participant not analysed (not in the participants table)"
+    rated = (coded["response_kind"] == "rating_reason") & first & (reasons == "")
+    for i in np.flatnonzero(rated.to_numpy()):
+        col = "final_difficulty_text" if "final_difficulty_text" in coded else "final_difficulty"
+        why = out_of_range_rating(coded[col].iloc[i])
+        if why:
+            reasons.iloc[i] = why
     drop = reasons != ""
     dropped = pd.DataFrame(
         {
@@ -206,15 +223,11 @@ def convergent_checks(
     on (published participant id, ``puzzle_id``). ``checks``: code -> behaviour columns of the
     attempts table. Columns: ``code``, ``behaviour``, ``n_present``, ``n_absent``,
     ``median_present``, ``median_absent``, ``u``, ``p``, ``rank_biserial`` (positive: less of the
-    behaviour when the code is present), ``n_unmatched`` (responses without an attempt).
+    behaviour when the code is present), ``n_unmatched`` (responses without an attempt) and
+    ``p_fdr`` (Benjamini-Hochberg over every check of the table: the family is the configured
+    theme-behaviour pairs).
     """
-    a = attempts.copy()
-    a["_pid"] = a[participant_col].astype(str)
-    a["_puz"] = a["puzzle_id"].astype(str)
-    r = responses.assign(_pid=responses["participant"].astype(str), _puz=responses["puzzle_id"])
-    j = r.merge(a, on=["_pid", "_puz"], how="left", suffixes=("", "_attempt"), indicator=True)
-    n_unmatched = int((j["_merge"] == "left_only").sum())
-    j = j[j["_merge"] == "both"]
+    j, n_unmatched = _join_attempts(responses, attempts, participant_col)
     rows = []
     for code, behaviours in checks.items():
         has = j["code_" + code] == 1
@@ -237,20 +250,183 @@ def convergent_checks(
             if len(x) and len(y):
                 row.update(mann_whitney(x, y))
             rows.append(row)
-    return pd.DataFrame(rows)
+    out = pd.DataFrame(rows, columns=[*CONVERGENT_COLUMNS[:-1]])
+    out["p_fdr"] = bh_fdr(out["p"]) if len(out) else pd.Series(dtype=float)
+    return out
+
+
+CONVERGENT_COLUMNS = [
+    "code",
+    "behaviour",
+    "n_present",
+    "n_absent",
+    "median_present",
+    "median_absent",
+    "u",
+    "p",
+    "rank_biserial",
+    "n_unmatched",
+    "p_fdr",
+]
+
+
+#: Behaviours of the theme x behaviour table (:func:`theme_behaviour_tests`).
+THEME_BEHAVIOURS: tuple[str, ...] = (
+    "time_to_solve_s",
+    "pause_count",
+    "hint_count",
+    "error_count",
+    "incorrect_submissions",
+)
+
+
+def with_incorrect_submissions(attempts: pd.DataFrame, events: pd.DataFrame) -> pd.DataFrame:
+    """Return ``attempts`` with ``incorrect_submissions``: the attempt's ``check_bank`` events
+    (``phase == "puzzle"``, same participant and ``order``) whose ``solved`` is false, i.e.
+    boards submitted while wrong (0 when there are none)."""
+    ev = events[(events["type"] == "check_bank") & (events["phase"] == "puzzle")]
+    wrong = ev[~ev["solved"].astype("boolean").fillna(False).astype(bool)]
+    n = wrong.groupby(["participant_id", "order"]).size().rename("incorrect_submissions")
+    out = attempts.drop(columns=["incorrect_submissions"], errors="ignore").merge(
+        n.reset_index(), on=["participant_id", "order"], how="left", validate="one_to_one"
+    )
+    out["incorrect_submissions"] = out["incorrect_submissions"].fillna(0).astype(int)
+    return out
+
+
+def _join_attempts(
+    responses: pd.DataFrame, attempts: pd.DataFrame, participant_col: str = "participant_id"
+) -> tuple[pd.DataFrame, int]:
+    """Rating reasons joined to their attempts on (published participant id, puzzle id), and the
+    number of responses without an attempt."""
+    a = attempts.copy()
+    a["_pid"] = a[participant_col].astype(str)
+    a["_puz"] = a["puzzle_id"].astype(str)
+    r = responses.assign(_pid=responses["participant"].astype(str), _puz=responses["puzzle_id"])
+    j = r.merge(a, on=["_pid", "_puz"], how="left", suffixes=("", "_attempt"), indicator=True)
+    n_unmatched = int((j["_merge"] == "left_only").sum())
+    return j[j["_merge"] == "both"].drop(columns="_merge"), n_unmatched
+
+
+def within_puzzle_percentile(values: pd.Series, puzzle: pd.Series) -> pd.Series:
+    """Return each value's percentile within its puzzle, in 0-1: (mid-rank - 0.5) / n among the
+    non-missing values of the same puzzle (ties share their mid-rank), so behaviours of puzzles
+    of different difficulty compare on one scale. Missing values stay missing."""
+    v = pd.to_numeric(values, errors="coerce").astype(float)
+    rank = v.groupby(puzzle).rank(method="average")
+    n = v.notna().groupby(puzzle).transform("sum")
+    return (rank - 0.5) / n
+
+
+def _signed_rank(d: np.ndarray):
+    """Wilcoxon signed-rank test of ``d`` against 0 as R's ``wilcox.test`` does by default:
+    zero differences dropped; exact below 50 non-zero differences without ties or zeros, else
+    the normal approximation with tie and continuity correction (scipy ``wilcoxon``)."""
+    nonzero = d[d != 0]
+    exact = len(nonzero) < 50 and len(np.unique(np.abs(nonzero))) == len(nonzero)
+    exact = exact and len(nonzero) == len(d)
+    if exact:
+        return stats.wilcoxon(d, zero_method="wilcox", method="exact")
+    return stats.wilcoxon(d, zero_method="wilcox", method="asymptotic", correction=True)
+
+
+def theme_behaviour_tests(
+    responses: pd.DataFrame,
+    attempts: pd.DataFrame,
+    codes: Sequence[str],
+    behaviours: Sequence[str] = THEME_BEHAVIOURS,
+    min_pairs: int = 2,
+) -> pd.DataFrame:
+    """Return every theme against every behaviour, compared within participants: one row per
+    code x behaviour.
+
+    ``responses`` (rating reasons, :func:`theme_test_responses`) are joined to ``attempts``
+    (published participant id and puzzle id; ``attempts`` with the ``behaviours`` columns, e.g.
+    after :func:`with_incorrect_submissions`). Each behaviour becomes its percentile within the
+    puzzle (:func:`within_puzzle_percentile`, over all attempts of the puzzle), so a
+    participant's responses on different puzzles compare. For each participant with responses both with and
+    without the code, d = mean percentile with - mean percentile without; the test is the
+    Wilcoxon signed-rank test of the d (two-sided, as R's ``wilcox.test``: zero differences
+    dropped, exact below 50 pairs without ties, else normal with tie and continuity
+    correction). Columns: ``code``, ``behaviour``, ``n_participants`` (pairs), ``n_present`` /
+    ``n_absent`` (responses of those participants), ``mean_difference`` (mean d, percentile
+    points as a 0-1 fraction: positive = more of the behaviour, relative to the puzzle, when
+    the theme is named), ``rank_biserial`` (matched-pairs rank-biserial r = (W+ - W-) / (W+ +
+    W-), positive = more when named), ``w``, ``p`` and ``p_fdr`` (Benjamini-Hochberg over every
+    test of the table: the family is all themes x behaviours). Fewer than ``min_pairs`` pairs:
+    no test (NaN, outside the family)."""
+    missing = [b for b in behaviours if b not in attempts.columns]
+    if missing:
+        raise ValueError(f"attempts table lacks behaviour column(s) {missing}")
+    puzzle = attempts["puzzle_id"].astype(str)
+    pcts = {f"_pct_{b}": within_puzzle_percentile(attempts[b], puzzle) for b in behaviours}
+    j, _ = _join_attempts(responses, attempts.assign(**pcts))
+    rows = []
+    for b in behaviours:
+        pct = j[f"_pct_{b}"]
+        for code in codes:
+            has = j["code_" + code] == 1
+            d = pd.DataFrame({"pid": j["_pid"], "has": has, "x": pct}).dropna(subset=["x"])
+            means = d.groupby(["pid", "has"])["x"].mean().unstack("has")
+            if True not in means.columns or False not in means.columns:
+                pairs = means.iloc[0:0]
+            else:
+                pairs = means.dropna(subset=[True, False])
+            # rounded: equal percentile differences reached by different sums are ties
+            diff = (pairs[True] - pairs[False]).round(12) if len(pairs) else pd.Series(dtype=float)
+            both = d[d["pid"].isin(pairs.index)]
+            row = {
+                "code": code,
+                "behaviour": b,
+                "n_participants": int(len(pairs)),
+                "n_present": int(both["has"].sum()),
+                "n_absent": int((~both["has"]).sum()),
+                "mean_difference": float(diff.mean()) if len(diff) else np.nan,
+                "rank_biserial": np.nan,
+                "w": np.nan,
+                "p": np.nan,
+            }
+            nonzero = diff[diff != 0]
+            if len(pairs) >= min_pairs and len(nonzero):
+                ranks = stats.rankdata(np.abs(nonzero))
+                w_plus, w_minus = ranks[nonzero > 0].sum(), ranks[nonzero < 0].sum()
+                res = _signed_rank(diff.to_numpy())
+                row.update(
+                    {
+                        "rank_biserial": float((w_plus - w_minus) / (w_plus + w_minus)),
+                        "w": float(res.statistic),
+                        "p": float(res.pvalue),
+                    }
+                )
+            elif len(pairs) >= min_pairs:  # every difference is zero
+                row.update({"rank_biserial": 0.0, "p": 1.0})
+            rows.append(row)
+    cols = ["code", "behaviour", "n_participants", "n_present", "n_absent", "mean_difference"]
+    out = pd.DataFrame(rows, columns=[*cols, "rank_biserial", "w", "p"])
+    out["p_fdr"] = bh_fdr(out["p"]) if len(out) else pd.Series(dtype=float)
+    return out
 
 
 def theme_tables(
-    coded: pd.DataFrame, attempts: pd.DataFrame, convergent: Mapping[str, Sequence[str]]
+    coded: pd.DataFrame,
+    attempts: pd.DataFrame,
+    convergent: Mapping[str, Sequence[str]],
+    events: pd.DataFrame | None = None,
 ) -> tuple[dict[str, pd.DataFrame], dict[str, list[str]], int]:
     """Return ``(tables, checks, n_responses)`` of the themes stage (METHODS 10).
 
     ``tables``: ``tests`` (:func:`code_tests` of the rating reasons vs final difficulty),
     ``theme_prevalence`` (rating reasons, then every response coded with a theme),
-    ``strategy_prevalence`` (strategy answers) and ``convergent`` (:func:`convergent_checks`);
+    ``strategy_prevalence`` (strategy answers), ``convergent`` (:func:`convergent_checks`, with
+    ``p_fdr`` over its tests) and ``behaviour`` (:func:`theme_behaviour_tests`: every theme x
+    every behaviour of :data:`THEME_BEHAVIOURS` present in the attempts, within participants);
     ``checks``: the ``convergent`` code -> behaviour columns restricted to codes present;
     ``n_responses``: rating reasons with a final difficulty and at least one theme code.
+    ``events`` (the ingest's events table) adds ``incorrect_submissions`` to the attempts
+    (:func:`with_incorrect_submissions`); without it, checks of that behaviour are an error.
     """
+    if events is not None:
+        attempts = with_incorrect_submissions(attempts, events)
     themes, strategies = theme_codes(coded), strategy_codes(coded)
     resp = theme_test_responses(coded)
     all_coded = coded_subset(coded, ["rating_reason", "comments"], themes)
@@ -268,5 +444,8 @@ def theme_tables(
             coded_subset(coded, ["strategy"], strategies), strategies, "strategy"
         ),
         "convergent": convergent_checks(resp, attempts, checks),
+        "behaviour": theme_behaviour_tests(
+            resp, attempts, themes, [b for b in THEME_BEHAVIOURS if b in attempts.columns]
+        ),
     }
     return tables, checks, len(resp)

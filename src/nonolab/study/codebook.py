@@ -12,7 +12,10 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
-from nonolab.study.presets import StudyError
+import yaml
+
+from nonolab.core.strict import normalise_id
+from nonolab.study.presets import OUTSIDE_LINKS, SCHEMA_DIR, StudyError, inside_study
 
 _CODE_ROW = re.compile(r"^\|\s*`([A-Z][A-Z_]*)`\s*\|")
 
@@ -27,38 +30,163 @@ def codebook_codes(path: str | Path) -> set[str]:
     return codes
 
 
+#: ``{participant id: {puzzle id: the final rating as logged (None when missing)}}`` of the
+#: analysed sessions (:func:`session_ratings`)
+SessionRatings = Mapping[str, Mapping[str, object]]
+
+#: columns of a coded-responses file that are read (the schema's properties) and columns that
+#: are informational (allowed, not read); ``code_*`` columns are codes; any other column is
+#: unknown (ledgered, not read)
+_SCHEMA = yaml.safe_load((SCHEMA_DIR / "coded_responses.schema.yaml").read_text("utf-8"))
+INFORMATIONAL_COLUMNS = tuple(_SCHEMA["x-informational"])
+READ_COLUMNS = tuple(c for c in _SCHEMA["properties"] if c not in INFORMATIONAL_COLUMNS)
+REQUIRED_COLUMNS = tuple(_SCHEMA["required"])
+#: final ratings a coded row may carry: 1-5, and the platform's -1 for a skipped puzzle
+CODED_RATINGS = (-1, 1, 2, 3, 4, 5)
+_WHOLE = re.compile(r"^-?[0-9]+(\.0*)?$")
+
+
+def session_ratings(ratings: Iterable[Mapping[str, object]]) -> dict[str, dict[str, object]]:
+    """Return :data:`SessionRatings` of ratings-table rows (``participant_id``, ``puzzle_id``,
+    ``final_difficulty_raw``)."""
+    out: dict[str, dict[str, object]] = {}
+    for r in ratings:
+        raw = r.get("final_difficulty_raw")
+        raw = None if raw is None or raw != raw else int(raw)  # NaN / NA -> None
+        out.setdefault(str(r["participant_id"]), {})[str(r["puzzle_id"])] = raw
+    return out
+
+
+def coded_puzzle_label(value: object) -> str:
+    """Return a coded row's ``puzzle_id`` cell as a puzzle id: a whole number (``5``, ``5.0``)
+    as its integer text, any other text in Unicode normal form C, "" when empty or missing."""
+    if value is None or (isinstance(value, float) and value != value):
+        return ""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return str(int(value))
+    text = str(value).strip()
+    if _WHOLE.match(text):
+        return str(int(float(text)))
+    return normalise_id(text)
+
+
+def coded_rating_problem(
+    participant: str,
+    kind: str,
+    puzzle_id: object,
+    final: object,
+    ratings: SessionRatings,
+) -> tuple[str, str] | None:
+    """Return ``(reason, action)`` when a rating-reason row of an analysed participant
+    disagrees with the logs, else None (also for other response kinds).
+
+    ``excluded`` (the theme tests leave the row out, :func:`out_of_range_rating`): its
+    ``final_difficulty`` is not a whole number in :data:`CODED_RATINGS`. ``kept`` (the coded
+    value is used, as the published analysis used it): its puzzle is not one the
+    participant's session served, or its rating is not the final rating the log holds for that
+    puzzle (an empty cell or -1, the platform's value for a skipped puzzle, match a missing
+    rating).
+    """
+    if kind != "rating_reason" or participant not in ratings:
+        return None
+    bad = out_of_range_rating(final)
+    if bad:
+        return bad, "excluded"
+    label = coded_puzzle_label(puzzle_id)
+    session = ratings[participant]
+    if label not in session:
+        why = (
+            f"rating reason of puzzle {label!r}, not a puzzle of {participant}'s analysed "
+            f"attempts {sorted(session)}: the coded rating is used as it is"
+        )
+        return why, "kept"
+    text = _cell_text(final)
+    coded = int(float(text)) if text else None
+    logged = session[label]
+    if coded == -1 and logged is None:
+        return None  # -1: a skipped puzzle, which has no final rating in the post-survey
+    if coded != logged:
+        shown = "missing" if logged is None else logged
+        why = (
+            f"final_difficulty {text or '(empty)'} differs from the log's final rating of "
+            f"puzzle {label} ({shown}): the coded rating is used as it is"
+        )
+        return why, "kept"
+    return None
+
+
+def _cell_text(value: object) -> str:
+    if value is None or (isinstance(value, float) and value != value):
+        return ""
+    return str(value).strip()
+
+
+def out_of_range_rating(final: object) -> str | None:
+    """Return why a coded ``final_difficulty`` cell cannot be a rating (not a number, not a
+    whole number in :data:`CODED_RATINGS`), or None (also for an empty cell: no rating)."""
+    text = _cell_text(final)
+    if not text:
+        return None
+    try:
+        number = float(text)
+    except ValueError:
+        return f"final_difficulty {text!r} is not a number"
+    if not number.is_integer() or int(number) not in CODED_RATINGS:
+        return f"final_difficulty {text} is not a rating 1-5 (or -1, skipped)"
+    return None
+
+
 def check_coded_themes(
     path: str | Path,
     participant_ids: set[str],
     known_codes: set[str] | None,
     rel: str,
+    ratings: SessionRatings | None = None,
 ) -> list[dict[str, str]]:
     """Return ledger rows for a coded-responses CSV (one 0/1 ``code_*`` column per code).
 
-    A repeat of an earlier row (same ``response_id``, or the same record when there is no
-    ``response_id``; the theme analysis would count it twice), a row whose ``source_file`` stem
-    (the published participant id) is not an analysed participant, a ``code_*`` column or
-    ``codes_str`` entry that is not a known code, and a code value other than 0/1 are ledgered
-    with ``file:line`` (CSV record end line); the theme analysis leaves out the first two
-    (:func:`nonolab.stats.themes.select_coded_responses`). Raises
-    :class:`StudyError` naming the file if it lacks ``source_file`` or is not UTF-8 CSV.
+    Excluded (the theme analysis leaves them out, :func:`nonolab.stats.themes.
+    select_coded_responses`): a repeat of an earlier row (same ``response_id``, or the same
+    record when there is no ``response_id``), a row whose ``source_file`` stem (the published
+    participant id) is not an analysed participant, and, with ``ratings``, a rating reason
+    whose rating is out of range; one that disagrees with the logs is kept
+    (:func:`coded_rating_problem`). Ledgered as well: a column that
+    is neither read, informational nor a code (kept, not read), a ``code_*`` column or
+    ``codes_str`` entry that is not a known code, a code value other than 0/1. Rows carry
+    ``file:line`` (CSV record end line). Raises :class:`StudyError` naming the file if it
+    lacks a required column or is not UTF-8 CSV.
     """
     try:
-        return _check_coded_themes(path, participant_ids, known_codes, rel)
+        return _check_coded_themes(path, participant_ids, known_codes, rel, ratings)
     except (UnicodeDecodeError, csv.Error) as exc:
         raise StudyError(f"{rel}: not a UTF-8 CSV coded-themes file ({exc})") from None
 
 
 def _check_coded_themes(
-    path: str | Path, participant_ids: set[str], known_codes: set[str] | None, rel: str
+    path: str | Path,
+    participant_ids: set[str],
+    known_codes: set[str] | None,
+    rel: str,
+    ratings: SessionRatings | None,
 ) -> list[dict[str, str]]:
     out: list[dict[str, str]] = []
     with open(path, encoding="utf-8", newline="") as fh:
         reader = csv.DictReader(fh)
         fields = reader.fieldnames or []
-        if "source_file" not in fields:
-            raise StudyError(f"{rel}: coded-themes file has no source_file column")
+        missing = [c for c in REQUIRED_COLUMNS if c not in fields]
+        if missing:
+            raise StudyError(f"{rel}: coded-themes file has no {', '.join(missing)} column")
+        repeated = sorted({f for f in fields if fields.count(f) > 1})
+        if repeated:
+            raise StudyError(f"{rel}: coded-themes file names column(s) {repeated} twice")
         code_cols = [f for f in fields if f.startswith("code_")]
+        if not code_cols:
+            raise StudyError(f"{rel}: coded-themes file has no code_* column")
+        for col in fields:
+            if col not in READ_COLUMNS and col not in INFORMATIONAL_COLUMNS and col[:5] != "code_":
+                out.append(
+                    _lrow("file", f"{rel}:1", col, f"unknown column {col!r}: not read", "kept")
+                )
         if known_codes is not None:
             for col in code_cols:
                 if col[5:] not in known_codes:
@@ -76,7 +204,7 @@ def _check_coded_themes(
         seen: dict[object, tuple[int, tuple]] = {}
         for rec in reader:
             where = f"{rel}:{reader.line_num}"
-            stem = Path(rec.get("source_file") or "").stem
+            stem = normalise_id(Path(rec.get("source_file") or "").stem)
             content = tuple(rec.get(f) for f in fields)
             key = rec.get(key_col) if key_col else content
             if key in seen:
@@ -100,6 +228,19 @@ def _check_coded_themes(
                     )
                 )
                 continue
+            if ratings is not None:
+                problem = coded_rating_problem(
+                    stem,
+                    rec.get("response_kind") or "",
+                    rec.get("puzzle_id"),
+                    rec.get("final_difficulty"),
+                    ratings,
+                )
+                if problem and problem[1] == "excluded":
+                    out.append(_lrow("line", where, stem, problem[0]))
+                    continue
+                if problem:
+                    out.append(_lrow("line", where, stem, problem[0], "kept"))
             for c in code_cols:
                 if rec[c] not in ("0", "1", "0.0", "1.0"):
                     out.append(_lrow("line", where, stem, f"{c} = {rec[c]!r} is not 0/1"))
@@ -110,25 +251,39 @@ def _check_coded_themes(
     return out
 
 
-def _lrow(level: str, source: str, id_: str, reason: str) -> dict[str, str]:
-    return {"level": level, "source": source, "id": id_, "reason": reason, "action": "excluded"}
+def _lrow(
+    level: str, source: str, id_: str, reason: str, action: str = "excluded"
+) -> dict[str, str]:
+    return {"level": level, "source": source, "id": id_, "reason": reason, "action": action}
 
 
 def coded_themes_ledger(
-    study_dir: Path, themes: dict[str, str], participant_ids: set[str]
+    study_dir: Path,
+    themes: dict[str, str],
+    participant_ids: set[str],
+    ratings: SessionRatings | None = None,
+    outside_links: bool = False,
 ) -> tuple[list[dict[str, str]], Path | None]:
     """Return the ledger rows of the study's coded-responses file and that file's path.
 
     ``themes`` is the preset's ``themes`` mapping (``coded_responses`` and optional ``codebook``,
     relative to ``study_dir``). Returns ``([], None)`` when the preset names no coded-responses
-    file or it does not exist; codes are checked against the codebook when it exists.
+    file or it does not exist; codes are checked against the codebook when it exists. Both
+    must lie inside the study folder (:func:`nonolab.study.presets.inside_study`; a link
+    outside it only with ``outside_links``), else :class:`StudyError`.
     """
-    coded = study_dir / themes["coded_responses"] if "coded_responses" in themes else None
+    opt = {OUTSIDE_LINKS: outside_links}
+
+    def path(key: str) -> Path | None:
+        return inside_study(study_dir, themes[key], f"themes.{key}", opt) if key in themes else None
+
+    coded = path("coded_responses")
     if coded is None or not coded.is_file():
         return [], None
-    book = study_dir / themes["codebook"] if "codebook" in themes else None
+    book = path("codebook")
     known = codebook_codes(book) if book is not None and book.is_file() else None
-    return check_coded_themes(coded, participant_ids, known, themes["coded_responses"]), coded
+    rows = check_coded_themes(coded, participant_ids, known, themes["coded_responses"], ratings)
+    return rows, coded
 
 
 _SECTION = re.compile(r"^##\s+(\w+)")

@@ -36,11 +36,13 @@ def study_fingerprint(study_dir: str | os.PathLike, preset: Preset) -> str:
 
 def study_identity(study_dir: str | os.PathLike, preset: Preset) -> dict[str, Any]:
     """Return the record that names a study: ``study_dir`` (absolute POSIX path), ``preset``
-    (name) and ``fingerprint`` (:func:`study_fingerprint`)."""
+    (name), ``preset_file`` (the preset's absolute POSIX path: ``nonolab run`` reuses it for
+    a later run on the same results folder) and ``fingerprint`` (:func:`study_fingerprint`)."""
     study_dir = Path(study_dir).resolve()
     return {
         "study_dir": study_dir.as_posix(),
         "preset": preset.name,
+        "preset_file": Path(preset.path).resolve().as_posix(),
         "fingerprint": study_fingerprint(study_dir, preset),
     }
 

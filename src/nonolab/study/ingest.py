@@ -37,10 +37,12 @@ from typing import Any
 
 import pandas as pd
 
-from nonolab.core.tables import write_json, write_parquet_table, write_table
+from nonolab.core.hashing import file_sha256
+from nonolab.core.strict import lookalikes
+from nonolab.core.tables import atomic_folder, write_json, write_parquet_table, write_table
 from nonolab.sat.puzzles import Puzzle, load_study_puzzles
 from nonolab.study.board import Board
-from nonolab.study.codebook import coded_themes_ledger
+from nonolab.study.codebook import coded_themes_ledger, session_ratings
 from nonolab.study.logs import (
     EVENT_SPECS,
     IGNORED_TYPES,
@@ -51,7 +53,14 @@ from nonolab.study.logs import (
     UnknownEventType,
     read_log_lines,
 )
-from nonolab.study.presets import LogSource, Preset, StudyError, log_sources, study_file
+from nonolab.study.presets import (
+    OUTSIDE_LINKS,
+    LogSource,
+    Preset,
+    StudyError,
+    log_sources,
+    study_file,
+)
 from nonolab.study.schemas import coerce_table, validate_table
 from nonolab.study.schemas import columns as _columns
 
@@ -67,6 +76,10 @@ EXPERTISE_ITEMS = (
 TEXT_KEYS = ("rating_reason", "strategy", "comments")
 TABLES = ("events", "attempts", "participants", "ratings", "survey_texts", "puzzles", "ledger")
 HUMAN_TABLES = ("attempts", "participants", "ratings", "ledger")
+
+#: the default largest gap (s) between consecutive interactions of one attempt (preset key
+#: ``max_gap_s``); a longer one is a clock jump or an abandoned attempt
+DEFAULT_MAX_GAP_S = 3600.0
 
 
 @dataclass
@@ -211,16 +224,28 @@ def _ingest_study(study_dir: str | Path, preset: Preset) -> IngestResult:
     if not puzzle_path.is_file():
         raise StudyError(f"puzzle file {puzzle_path} does not exist (preset {preset.name})")
     puzzles = load_study_puzzles(puzzle_path)
+    if not puzzles:
+        raise StudyError(
+            f"puzzle file {puzzle_path} holds no puzzles: no session can be read (preset "
+            f"{preset.name})"
+        )
     ptab = puzzles_table(puzzles)
     by_label = {p.label: p for p in puzzles}
     sources = log_sources(study_dir, preset)
+    if sources and not any(s.read for s in sources):
+        listed = "; ".join(f"{s.rel} ({s.reason})" for s in sources[:5])
+        raise StudyError(
+            f"no log file under {study_dir} is read with the preset {preset.name} globs "
+            f"{preset.get('log_globs')}: {listed}"
+        )
     if not sources:
         raise StudyError(
             f"no log files under {study_dir} match the preset {preset.name} globs "
             f"{preset.get('log_globs')}"
         )
-    n_per = preset.puzzles_per_session
+    sizes = preset.session_sizes
     ledger = _Ledger()
+    _lookalike_participants(sources, ledger)
     counts: Counter[str] = Counter()
     by_type: Counter[str] = Counter()
     ignored: Counter[str] = Counter()
@@ -232,7 +257,7 @@ def _ingest_study(study_dir: str | Path, preset: Preset) -> IngestResult:
     inputs = [puzzle_path]
 
     hash_of = {label: p.hash for label, p in by_label.items()}
-    outs = list(_read_sources(sources, by_label, hash_of, n_per))
+    outs = list(_read_sources(sources, by_label, hash_of, sizes, preset.max_gap_s))
     copies = duplicate_sessions(sources, [o["digest"] for o in outs], preset)
     first_with_start: dict[Any, str] = {}
     for src, out in zip(sources, outs, strict=True):
@@ -247,7 +272,7 @@ def _ingest_study(study_dir: str | Path, preset: Preset) -> IngestResult:
             counts["events_excluded"] += out["n_lines"]
             counts["files_excluded"] += 1
             continue
-        ledger.rows += out["ledger"]
+        ledger.rows += [_name_puzzle_file(r, preset.puzzle_file) for r in out["ledger"]]
         key = out.get("start_key")
         if key is not None and src.participant_id is not None:
             if key in first_with_start:
@@ -281,7 +306,13 @@ def _ingest_study(study_dir: str | Path, preset: Preset) -> IngestResult:
         text_rows += res["texts"]
 
     pids = {r["participant_id"] for r in part_rows}
-    theme_rows, coded = coded_themes_ledger(study_dir, preset.get("themes") or {}, pids)
+    theme_rows, coded = coded_themes_ledger(
+        study_dir,
+        preset.get("themes") or {},
+        pids,
+        session_ratings(rating_rows),
+        bool(preset.get(OUTSIDE_LINKS, False)),
+    )
     if coded is not None:
         inputs.append(coded)
         ledger.rows += theme_rows
@@ -299,6 +330,31 @@ def _ingest_study(study_dir: str | Path, preset: Preset) -> IngestResult:
         validate_table(df, name)
     summary = _summary(preset.name, counts, ignored, by_type, tables)
     return IngestResult(tables, summary, inputs)
+
+
+def _lookalike_participants(sources: list[LogSource], ledger: _Ledger) -> None:
+    """Ledger (kept) each used log file whose participant id differs from an earlier one's
+    only in letter case: two participants, which a reader may take for one. (Ids equal in
+    Unicode normal form C are one id: :func:`~nonolab.study.presets.log_sources` refuses
+    them.)"""
+    used = [s for s in sources if s.participant_id is not None]
+    by_id = {s.participant_id: s for s in used}
+    for first, second, _kind in lookalikes([s.participant_id for s in used]):
+        src = by_id[second]
+        why = (
+            f"participant id {second!r} differs from {first!r} ({by_id[first].rel}) only in "
+            "letter case: two participants; exclude one in the preset if they are one person"
+        )
+        ledger.add("file", src.rel, second, why, "kept")
+
+
+def _name_puzzle_file(row: dict[str, str], puzzle_file: str) -> dict[str, str]:
+    """Return ledger ``row`` with "the puzzle file" in its reason followed by the file's path
+    (relative to the study), so that a problem caused by an edit of the puzzle file names it."""
+    reason = row["reason"]
+    if reason.endswith("not in the puzzle file"):
+        return row | {"reason": f"{reason} {puzzle_file}"}
+    return row
 
 
 def _summary(
@@ -394,7 +450,11 @@ PARALLEL_CHUNK = 32
 
 
 def _read_source(
-    src: Any, by_label: dict[str | None, Puzzle], hash_of: dict[str, str], n_per: int
+    src: Any,
+    by_label: dict[str | None, Puzzle],
+    hash_of: dict[str, str],
+    sizes: frozenset[int],
+    max_gap_s: float = DEFAULT_MAX_GAP_S,
 ) -> dict[str, Any]:
     """Read and ingest one log file: line counts, types read, its ledger rows (in order) and
     the participant's rows (``res``, None when the participant or file is excluded);
@@ -429,7 +489,9 @@ def _read_source(
     for e in events:
         if e.note is not None:
             ledger.add("line", f"{src.rel}:{e.line_no}", pid, e.note, "kept")
-    out["res"] = _ingest_participant(src.rel, pid, events, by_label, n_per, ledger, hash_of)
+    out["res"] = _ingest_participant(
+        src.rel, pid, events, by_label, sizes, ledger, hash_of, max_gap_s
+    )
     return out
 
 
@@ -451,10 +513,16 @@ def _not_read(src: LogSource, reason: str) -> dict[str, Any]:
 
 
 def _read_sources(
-    sources: list[Any], by_label: dict[str | None, Puzzle], hash_of: dict[str, str], n_per: int
+    sources: list[Any],
+    by_label: dict[str | None, Puzzle],
+    hash_of: dict[str, str],
+    sizes: frozenset[int],
+    max_gap_s: float = DEFAULT_MAX_GAP_S,
 ) -> Iterator[dict[str, Any]]:
     """Yield :func:`_read_source` of every source, in order (in parallel for many files)."""
-    work = partial(_read_source, by_label=by_label, hash_of=hash_of, n_per=n_per)
+    work = partial(
+        _read_source, by_label=by_label, hash_of=hash_of, sizes=sizes, max_gap_s=max_gap_s
+    )
     n_cpu = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     n_workers = int(os.environ.get("NONOLAB_INGEST_WORKERS") or min(n_cpu or 1, 8))
     if n_workers < 2 or len(sources) < PARALLEL_MIN_FILES:
@@ -507,9 +575,10 @@ def _ingest_participant(
     pid: str,
     events: list[Event],
     puzzles: dict[str | None, Puzzle],
-    n_per: int,
+    sizes: frozenset[int],
     ledger: _Ledger,
     hash_of: dict[str, str] | None = None,
+    max_gap_s: float = DEFAULT_MAX_GAP_S,
 ) -> dict[str, Any] | None:
     """Return the rows of one participant's session, or None (participant ledgered).
 
@@ -519,10 +588,12 @@ def _ingest_participant(
     """
     events = _time_ordered(events, rel, pid, ledger)
     excluded = _duplicate_lines(events, rel, pid, ledger)
-    start = _session_start(events, rel, pid, puzzles, n_per, ledger)
+    _second_session(events, excluded, rel, pid, ledger)
+    start = _session_start(events, rel, pid, puzzles, sizes, ledger)
     if start is None:
         return None
     queue = [str(q) for q in start.fields["queue"]]
+    n_per = len(queue)
     surveys = _session_surveys(events, excluded, rel, pid, n_per, ledger)
     if surveys is None:
         return None
@@ -537,14 +608,21 @@ def _ingest_participant(
         ledger.add("participant", rel, pid, why, "kept")
     hashes = {q: hash_of[q] if hash_of else puzzles[q].hash for q in queue}
     sess = _Session(rel, pid, ledger, puzzles, queue, start, surveys, bounds, hashes, excluded)
+    completion = _completion_event(events, sess)
+    dropped = _clock_jumps(events, sess, max_gap_s)
     rows, n_used, ignored = _event_rows(sess, events)
-    attempts = _attempt_rows(sess, events, rows)
+    attempts = _attempt_rows(sess, completion, rows)
     ratings = _rating_rows(sess)
+    texts = _text_rows(sess)
+    if dropped:
+        attempts = [r for r in attempts if r["order"] not in dropped]
+        ratings = [r for r in ratings if r["order"] not in dropped]
+        texts = [r for r in texts if r["order"] not in dropped]
     return {
         "events": {c: [r.get(c) for r in rows] for c in _columns("events")},
         "attempts": attempts,
         "ratings": ratings,
-        "texts": _text_rows(sess),
+        "texts": texts,
         "participant": _participant_row(sess),
         "n_used": n_used,
         "n_excluded": len(excluded),
@@ -582,12 +660,73 @@ def _duplicate_lines(events: list[Event], rel: str, pid: str, ledger: _Ledger) -
     return excluded
 
 
+def _sizes_text(sizes: frozenset[int]) -> str:
+    """Return the allowed session sizes as text: ``3``, ``2, 3 or 4``."""
+    s = sorted(sizes)
+    return str(s[0]) if len(s) == 1 else ", ".join(map(str, s[:-1])) + f" or {s[-1]}"
+
+
+def _second_session(
+    events: list[Event], excluded: set[int], rel: str, pid: str, ledger: _Ledger
+) -> None:
+    """Exclude a second session logged in the same file: every line from the second
+    ``session_start_three`` on (in time order) is added to ``excluded``, with one ledger row
+    naming both starts; the first session is used as if the file ended there."""
+    starts = [e for e in events if e.type == "session_start_three" and e.line_no not in excluded]
+    if len(starts) < 2:
+        return
+    cut = events.index(starts[1])
+    later = [e.line_no for e in events[cut:] if e.line_no not in excluded]
+    excluded.update(later)
+    why = (
+        f"second session start (the first is line {starts[0].line_no}): a second session in one "
+        f"log; it and the {len(later) - 1} lines after it are excluded, the first session is used"
+    )
+    ledger.add("line", f"{rel}:{starts[1].line_no}", pid, why)
+
+
+def _clock_jumps(events: list[Event], sess: _Session, max_gap_s: float) -> set[int]:
+    """Return the orders of the attempts excluded for a gap longer than ``max_gap_s`` seconds
+    between two consecutive interaction lines of the attempt (a clock jump, or an attempt left
+    for hours). Each is one attempt-level ledger row (file:line of the line after the gap);
+    every line of the attempt is added to ``sess.excluded`` and its attempt, rating and text
+    rows are left out; the participant's other attempts are used."""
+    last: dict[int, Event] = {}
+    dropped: set[int] = set()
+    for e in events:
+        if e.line_no in sess.excluded or e.role not in ("interaction", "marker"):
+            continue
+        phase, order = _event_phase(e, sess.bounds)
+        if phase != "puzzle" or order is None or order in dropped:
+            continue
+        prev = last.get(order)
+        last[order] = e
+        if prev is None:
+            continue
+        gap = (e.t - prev.t).total_seconds()
+        if gap > max_gap_s:
+            dropped.add(order)
+            sess.ledger.add(
+                "attempt",
+                f"{sess.rel}:{e.line_no}",
+                f"{sess.pid}/{order}",
+                f"{gap:.0f} s between line {prev.line_no} and this line inside attempt {order} "
+                f"(more than max_gap_s = {max_gap_s:g} s: a clock jump or an abandoned "
+                "attempt): the attempt is excluded",
+            )
+    if dropped:
+        for e in events:
+            if _event_phase(e, sess.bounds)[1] in dropped:
+                sess.excluded.add(e.line_no)
+    return dropped
+
+
 def _session_start(
     events: list[Event],
     rel: str,
     pid: str,
     puzzles: dict[str | None, Puzzle],
-    n_per: int,
+    sizes: frozenset[int],
     ledger: _Ledger,
 ) -> Event | None:
     """Return the session's ``session_start_three`` event, or None (participant ledgered) when
@@ -598,8 +737,8 @@ def _session_start(
         return None
     queue = [str(q) for q in ss.fields["queue"]]
     where = f"{rel}:{ss.line_no}"
-    if len(queue) != n_per:
-        why = f"session serves {len(queue)} puzzles, the preset expects {n_per}"
+    if len(queue) not in sizes:
+        why = f"session serves {len(queue)} puzzles, the preset expects {_sizes_text(sizes)}"
         ledger.add("participant", where, pid, why)
         return None
     repeated = sorted({q for q in queue if queue.count(q) > 1}, key=queue.index)
@@ -804,14 +943,28 @@ def _event_fields(
 COMPLETION_EVENTS = ("completed_all_three", "ended_without_full_completion")
 
 
-def _completion_flags(events: list[Event], n: int) -> list[tuple[bool | None, bool | None]]:
-    """Return the platform's ``(solved, skipped)`` flags of attempts 1..``n`` (None when the
-    session logged no completion event or the event has no flag for the attempt)."""
-    if _first(events, "completed_all_three") is not None:
-        return [(True, False)] * n
-    end_ev = _first(events, "ended_without_full_completion")
+def _completion_event(events: list[Event], sess: _Session) -> Event | None:
+    """Return the session's completion event: the first (in time order) of
+    :data:`COMPLETION_EVENTS` not excluded. A later one is ledgered and excluded (a session
+    completes once; its flags would otherwise depend on which event is read)."""
+    found = [e for e in events if e.type in COMPLETION_EVENTS and e.line_no not in sess.excluded]
+    for e in found[1:]:
+        sess.exclude(
+            e,
+            f"second completion event ({e.type}) in one session; the first "
+            f"({found[0].type}, line {found[0].line_no}) is used",
+        )
+    return found[0] if found else None
+
+
+def _completion_flags(end_ev: Event | None, n: int) -> list[tuple[bool | None, bool | None]]:
+    """Return the platform's ``(solved, skipped)`` flags of attempts 1..``n`` from the
+    session's completion event (``completed_all_three``: every puzzle served was solved,
+    whatever their number), None when there is none or it has no flag for the attempt."""
     if end_ev is None:
         return [(None, None)] * n
+    if end_ev.type == "completed_all_three":
+        return [(True, False)] * n
     sf = end_ev.fields["solved_flags"]
     kf = end_ev.fields.get("skipped_flags")
     return [
@@ -824,11 +977,13 @@ def _completion_flags(events: list[Event], n: int) -> list[tuple[bool | None, bo
 
 
 def _attempt_rows(
-    sess: _Session, events: list[Event], rows: list[dict[str, Any]]
+    sess: _Session, completion: Event | None, rows: list[dict[str, Any]]
 ) -> list[dict[str, Any]]:
-    """Return one attempts-table row per attempt of the session (times are UTC timestamps)."""
+    """Return one attempts-table row per attempt of the session (times are UTC timestamps;
+    ``order`` is the attempt's position in the session, ``session_size`` the number of puzzles
+    the session served)."""
     attempts = []
-    flags = _completion_flags(events, len(sess.queue))
+    flags = _completion_flags(completion, len(sess.queue))
     for k, q in enumerate(sess.queue, start=1):
         in_win = [
             r for r in rows if r["order"] == k and r["phase"] == "puzzle" and r["role"] != "survey"
@@ -855,6 +1010,7 @@ def _attempt_rows(
                 "n_interactions": len(
                     {r["line_no"] for r in in_win if r["role"] in ("interaction", "marker")}
                 ),
+                "session_size": len(sess.queue),
             }
         )
     return attempts
@@ -954,7 +1110,7 @@ def _participant_row(sess: _Session) -> dict[str, Any]:
     return {
         "participant_id": sess.pid,
         "source_file": sess.rel,
-        "queue_json": json.dumps([int(q) if q.isdigit() else q for q in sess.queue]),
+        "queue_json": json.dumps(_logged_queue(sess)),
         "schedule_idx": sess.start.fields.get("schedule_idx"),
         "session_start": sess.start.t,
         "has_post_survey": "post" in sess.surveys,
@@ -963,6 +1119,13 @@ def _participant_row(sess: _Session) -> dict[str, Any]:
         "nonogram_size_experience_json": json.dumps(pre_ans.get("nonogram_size_experience")),
         "logic_experience_json": json.dumps(pre_ans.get("logic_experience")),
     } | items
+
+
+def _logged_queue(sess: _Session) -> list[int | str]:
+    """Return the session's queue as logged: integer ids as integers, string ids as their NFC
+    text (the ids of ``sess.queue``)."""
+    raw = json.loads(sess.start.raw)["queue"]
+    return [r if isinstance(r, int) else q for r, q in zip(raw, sess.queue, strict=True)]
 
 
 def _str_or_none(v: Any) -> str | None:
@@ -989,33 +1152,102 @@ def _events_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
     return df[_columns("events")]
 
 
-def write_ingest(result: IngestResult, out_dir: str | Path, params: dict | None = None) -> None:
-    """Write every table as Parquet (CSV too for human-facing ones) plus summary.json.
+#: the file of an ingest folder that lists every other file with its sha256 (written last)
+MANIFEST = "manifest.json"
+
+
+def write_ingest(
+    result: IngestResult,
+    out_dir: str | Path,
+    params: dict | None = None,
+    extra_json: dict[str, Any] | None = None,
+) -> None:
+    """Write every table as Parquet (CSV too for human-facing ones), summary.json, the JSON
+    files of ``extra_json`` (``{file name: object}``) and ``manifest.json``, replacing
+    ``out_dir`` as a whole.
 
     Each table gets a provenance sidecar (:func:`nonolab.core.tables.write_table` for the
-    human-facing ones, :func:`nonolab.core.tables.write_parquet_table` for the others). Raises
-    :class:`StudyError` when ``out_dir`` is an existing file or cannot be created.
+    human-facing ones, :func:`nonolab.core.tables.write_parquet_table` for the others). The
+    files are written into a new sibling folder that then takes the place of ``out_dir``
+    (:func:`nonolab.core.tables.atomic_folder`): a killed or failed run leaves the previous
+    complete folder (or none), never a mix of two runs. ``manifest.json`` lists every file
+    with its sha256 and the ``run_id`` (the sha256 of that list); :func:`read_ingest` checks
+    it. Raises :class:`StudyError` when ``out_dir`` is an existing file, or a folder holding
+    files that are not an ingest output (they would be lost), and
+    :class:`nonolab.core.tables.OutputError` naming the file or folder that could not be
+    written.
     """
     out = Path(out_dir)
     if out.exists() and not out.is_dir():
         raise StudyError(f"output folder {out} exists and is not a folder; give another path")
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise StudyError(f"cannot create the output folder {out}: {exc.strerror or exc}") from None
-    for name, df in result.tables.items():
-        if name in HUMAN_TABLES:
-            write_table(
-                df, out / f"{name}.csv", inputs=result.inputs, params=params, formats=("parquet",)
+    if out.is_dir() and any(out.iterdir()):
+        if not ((out / MANIFEST).is_file() or (out / "summary.json").is_file()):
+            raise StudyError(
+                f"output folder {out} holds files that are not an ingest output (no {MANIFEST} "
+                "or summary.json); the ingest replaces its whole output folder: give an empty "
+                "or new folder"
             )
-        else:
-            write_parquet_table(df, out / f"{name}.parquet", inputs=result.inputs, params=params)
-    write_json(result.summary, out / "summary.json")
+    with atomic_folder(out) as tmp:
+        for name, df in result.tables.items():
+            if name in HUMAN_TABLES:
+                write_table(
+                    df,
+                    tmp / f"{name}.csv",
+                    inputs=result.inputs,
+                    params=params,
+                    formats=("parquet",),
+                )
+            else:
+                write_parquet_table(
+                    df, tmp / f"{name}.parquet", inputs=result.inputs, params=params
+                )
+        write_json(result.summary, tmp / "summary.json")
+        for file_name, obj in (extra_json or {}).items():
+            write_json(obj, tmp / file_name)
+        files = {
+            f.name: file_sha256(f) for f in sorted(tmp.iterdir()) if not f.name.startswith(".")
+        }
+        run_id = hashlib.sha256(json.dumps(files, sort_keys=True).encode()).hexdigest()
+        write_json({"files": files, "run_id": run_id}, tmp / MANIFEST)
+
+
+def check_ingest_folder(out_dir: str | Path) -> str:
+    """Return the ``run_id`` of a complete ingest folder written by :func:`write_ingest`.
+
+    Raises :class:`StudyError` naming the folder and the file when it is not one run's
+    complete output: no ``manifest.json``, a listed file missing, or a file whose sha256
+    differs from the manifest's (a file of another run, or a half-written one)."""
+    out = Path(out_dir)
+    if not out.is_dir():
+        raise StudyError(f"ingest folder {out} does not exist (run `nonolab ingest` first)")
+    try:
+        manifest = json.loads((out / MANIFEST).read_text(encoding="utf-8"))
+        files, run_id = dict(manifest["files"]), str(manifest["run_id"])
+    except (OSError, ValueError, KeyError, TypeError):
+        raise StudyError(
+            f"ingest folder {out} has no readable {MANIFEST}: it is not the complete output of "
+            "one `nonolab ingest` run; run the ingest again"
+        ) from None
+    for name, want in files.items():
+        path = out / name
+        if not path.is_file():
+            raise StudyError(f"ingest folder {out} is incomplete: {name} is missing")
+        if file_sha256(path) != want:
+            raise StudyError(
+                f"ingest folder {out} is inconsistent: {name} is not the file its run "
+                f"{run_id[:12]} wrote (a mix of two runs?); run the ingest again"
+            )
+    missing = [f"{t}.parquet" for t in TABLES if f"{t}.parquet" not in files]
+    if missing:
+        raise StudyError(f"ingest folder {out} is incomplete: {missing} not in its {MANIFEST}")
+    return run_id
 
 
 def read_ingest(out_dir: str | Path) -> dict[str, pd.DataFrame]:
-    """Return the ingest tables written by :func:`write_ingest` (from their Parquet files)."""
+    """Return the ingest tables written by :func:`write_ingest` (from their Parquet files),
+    after checking the folder is one run's complete output (:func:`check_ingest_folder`)."""
     out = Path(out_dir)
+    check_ingest_folder(out)
     return {name: pd.read_parquet(out / f"{name}.parquet") for name in TABLES}
 
 
@@ -1023,6 +1255,7 @@ EVENT_TYPE_NAMES = tuple(EVENT_SPECS) + tuple(IGNORED_TYPES)
 __all__ = [
     "IngestResult",
     "LogLineError",
+    "check_ingest_folder",
     "expertise_items",
     "ingest_study",
     "puzzles_table",

@@ -51,6 +51,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from nonolab.core.strict import STRICT_DECODER, DuplicateKeyError, normalise_id, unique_pairs
+
 ROLES = ("session", "survey", "interaction", "marker")
 DRAG_MODES = ("flip", "cross", "cross_toggle")
 MOVE_VALUES = (-1, 0, 1)
@@ -123,10 +125,22 @@ def _mode(v: Any) -> str:
     return v
 
 
-def _int_list(v: Any) -> list[int]:
+def _puzzle_id(v: Any) -> str:
+    """Return a puzzle id as text: an integer (``3`` -> ``"3"``) or a non-empty string in
+    Unicode normal form C; ``true``, ``3.0``, ``null``, lists and objects are refused."""
+    if isinstance(v, str):
+        if not v:
+            raise TypeError("expected a puzzle id, got an empty string")
+        return normalise_id(v)
+    if isinstance(v, bool) or not isinstance(v, int):
+        raise TypeError(f"expected a puzzle id (an integer or a non-empty string), got {v!r}")
+    return str(_int(v))
+
+
+def _id_list(v: Any) -> list[str]:
     if not isinstance(v, list):
-        raise TypeError(f"expected a list of integers, got {v!r}")
-    return [_int(x) for x in v]
+        raise TypeError(f"expected a list of puzzle ids, got {v!r}")
+    return [_puzzle_id(x) for x in v]
 
 
 def _bool_list(v: Any) -> list[bool | None]:
@@ -171,7 +185,7 @@ class EventSpec:
 
 EVENT_SPECS: dict[str, EventSpec] = {
     "session_start_three": EventSpec(
-        "session", {"queue": _int_list}, {"schedule_idx": _opt_int}, "session start"
+        "session", {"queue": _id_list}, {"schedule_idx": _opt_int}, "session start"
     ),
     "session_end": EventSpec("session", {}, {}, "session end (completion time)"),
     "survey_submit": EventSpec(
@@ -200,18 +214,18 @@ EVENT_SPECS: dict[str, EventSpec] = {
     "hint": EventSpec("interaction", {"r": _nonneg_int, "c": _nonneg_int}, {}, "hint"),
     "check_bank": EventSpec(
         "interaction",
-        {"puzzle_id": _int, "solved": _bool, "mismatches": _list},
+        {"puzzle_id": _puzzle_id, "solved": _bool, "mismatches": _list},
         {},
         "board checked",
     ),
     "undo": EventSpec("interaction", {}, {"label": _str, "diffs_len": _opt_int}, "undo"),
     "reset": EventSpec("interaction", {}, {}, "board cleared"),
     "skip_puzzle": EventSpec(
-        "interaction", {"puzzle_id": _int}, {"idx": _opt_int}, "puzzle skipped"
+        "interaction", {"puzzle_id": _puzzle_id}, {"idx": _opt_int}, "puzzle skipped"
     ),
     "puzzle_advanced": EventSpec(
         "interaction",
-        {"puzzle_id": _int},
+        {"puzzle_id": _puzzle_id},
         {"from_idx": _opt_int, "to_idx": _opt_int},
         "moved on to the next puzzle (puzzle_id = next puzzle)",
     ),
@@ -292,6 +306,8 @@ def parse_line(text: str | bytes, source: str = "<log>", line_no: int = 0) -> Ev
         raise LogLineError(where, "empty line")
     try:
         obj = _loads(stripped)
+    except DuplicateKeyError as exc:
+        raise LogLineError(where, f"{exc} (which value is meant is unknown)") from None
     except (json.JSONDecodeError, ValueError, RecursionError) as exc:
         raise LogLineError(where, f"not a JSON object ({exc})") from None
     if not isinstance(obj, dict):
@@ -400,7 +416,7 @@ def _reject_constant(name: str) -> float:
     return math.nan  # pragma: no cover
 
 
-_DECODER = json.JSONDecoder(parse_constant=_reject_constant)
+_DECODER = STRICT_DECODER
 
 
 def _loads(text: str) -> Any:
@@ -411,12 +427,14 @@ def _loads(text: str) -> Any:
     if not text.startswith("\ufeff"):
         try:
             obj, end = _DECODER.raw_decode(text)
+        except DuplicateKeyError:
+            raise
         except (json.JSONDecodeError, ValueError, RecursionError):
             pass
         else:
             if end == len(text):
                 return obj
-    return json.loads(text, parse_constant=_reject_constant)
+    return json.loads(text, parse_constant=_reject_constant, object_pairs_hook=unique_pairs)
 
 
 def read_log_lines(path: str, source: str) -> tuple[list[Event], list[LogLineError], int]:

@@ -29,7 +29,7 @@ import fnmatch
 import os
 import re
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import Any
 
 import jsonschema
@@ -37,6 +37,7 @@ import yaml
 
 from nonolab.core.hashing import file_sha256
 from nonolab.core.paths import workflow_root
+from nonolab.core.strict import DuplicateKeyError, normalise_id, yaml_load
 from nonolab.sat.puzzles import PuzzleError, load_study_puzzles
 
 #: the checkout root, or the workflow copy installed with the package (nonolab.core.paths)
@@ -81,12 +82,39 @@ class Preset:
 
     @property
     def puzzles_per_session(self) -> int:
-        """Number of puzzles each session serves (3 in the public study)."""
-        return int(self.data["puzzles_per_session"])
+        """The largest number of puzzles a session serves (3 in the public study; see
+        :attr:`session_sizes` for every number allowed)."""
+        return max(self.session_sizes)
+
+    @property
+    def session_sizes(self) -> frozenset[int]:
+        """Every number of puzzles a session may serve: ``puzzles_per_session`` is one
+        integer, a list of them (``[2, 3, 4]``) or a range ``{min: 2, max: 4}`` (inclusive)."""
+        return session_sizes(self.data["puzzles_per_session"])
+
+    @property
+    def max_gap_s(self) -> float:
+        """The largest gap (s) between two consecutive interactions of one attempt; a longer
+        one excludes the attempt (preset key ``max_gap_s``, default 3600)."""
+        return float(self.data.get("max_gap_s", 3600.0))
 
     def get(self, key: str, default: Any = None) -> Any:
         """Return the preset value ``key`` (or ``default``)."""
         return self.data.get(key, default)
+
+
+def session_sizes(value: int | list[int] | dict[str, int]) -> frozenset[int]:
+    """Return the session sizes a preset's ``puzzles_per_session`` allows: an integer, a list
+    of integers or ``{min, max}`` (inclusive). Raises :class:`StudyError` for an empty set."""
+    if isinstance(value, dict):
+        out = frozenset(range(int(value["min"]), int(value["max"]) + 1))
+    elif isinstance(value, list):
+        out = frozenset(int(v) for v in value)
+    else:
+        out = frozenset([int(value)])
+    if not out:
+        raise StudyError(f"puzzles_per_session {value!r} allows no session size")
+    return out
 
 
 def _schema(name: str) -> dict[str, Any]:
@@ -129,9 +157,11 @@ def _extended(path: Path, data: Any, seen: tuple[Path, ...]) -> Any:
 
 def _read_preset_yaml(path: Path) -> Any:
     try:
-        return yaml.safe_load(path.read_text(encoding="utf-8"))
+        return yaml_load(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise StudyError(f"preset file {path} does not exist") from None
+    except DuplicateKeyError as exc:
+        raise StudyError(f"{path}: {exc}; which value is meant is unknown") from None
     except yaml.YAMLError as exc:
         raise StudyError(f"{path}: not valid YAML ({exc})") from None
 
@@ -153,7 +183,14 @@ def load_preset(path: str | Path) -> Preset:
     dup = sorted({f for f in files if files.count(f) > 1})
     if dup:
         raise StudyError(f"{path}: participant mapping lists {dup} more than once")
-    return Preset(name=data["name"], path=path, data=data)
+    for key, value in preset_paths(data):
+        check_study_relative(value, key, f"{path}")
+    preset = Preset(name=data["name"], path=path, data=data)
+    try:
+        preset.session_sizes  # noqa: B018 (checks min <= max)
+    except StudyError as exc:
+        raise StudyError(f"{path}: invalid preset at puzzles_per_session: {exc}") from None
+    return preset
 
 
 def available_presets() -> dict[str, Path]:
@@ -199,7 +236,10 @@ def fingerprint_matches(preset: Preset, puzzle_path: Path) -> bool:
     preset that gives only ``puzzle_file_sha256``, the same bytes. False without a
     fingerprint or a file."""
     fp = preset.get("fingerprint") or {}
-    if not puzzle_path.is_file():
+    study_dir = puzzle_path.parents[len(PurePosixPath(preset.puzzle_file).parts) - 1]
+    if not puzzle_path.is_file() or not (
+        preset.get(OUTSIDE_LINKS, False) or _is_inside(puzzle_path, study_dir)
+    ):
         return False
     if "puzzle_hashes" in fp:
         want = {str(k): v for k, v in fp["puzzle_hashes"].items()}
@@ -208,12 +248,106 @@ def fingerprint_matches(preset: Preset, puzzle_path: Path) -> bool:
     return bool(want_sha) and file_sha256(puzzle_path) == want_sha
 
 
+#: preset keys (dotted) whose values are paths or globs relative to the study folder
+PATH_KEYS = (
+    "puzzle_file",
+    "assignment_schedule",
+    "log_globs",
+    "themes.coded_responses",
+    "themes.coded_difficulty_themes",
+    "themes.coded_strategies",
+    "themes.codebook",
+    "published",
+    "participants.files.file",
+    "participants.exclude_globs.glob",
+)
+#: the preset option that lets a symbolic link inside the study point outside it
+OUTSIDE_LINKS = "follow_links_outside_study"
+
+
+def preset_paths(data: Any) -> list[tuple[str, str]]:
+    """Return ``(key, value)`` of every path and glob a preset mapping names (:data:`PATH_KEYS`;
+    list items keyed ``log_globs[0]``, every string under ``published``)."""
+    out: list[tuple[str, str]] = []
+    if not isinstance(data, dict):
+        return out
+
+    def walk(node: Any, parts: list[str], key: str) -> None:
+        if not parts:
+            if isinstance(node, str):
+                out.append((key, node))
+            elif isinstance(node, list):
+                for i, item in enumerate(node):
+                    walk(item, [], f"{key}[{i}]")
+            elif isinstance(node, dict):
+                for k, v in node.items():
+                    walk(v, [], f"{key}.{k}")
+            return
+        if isinstance(node, list):
+            for i, item in enumerate(node):
+                walk(item, parts, f"{key}[{i}]")
+        elif isinstance(node, dict) and parts[0] in node:
+            walk(node[parts[0]], parts[1:], f"{key}.{parts[0]}" if key else parts[0])
+
+    for dotted in PATH_KEYS:
+        walk(data, dotted.split("."), "")
+    return out
+
+
+def check_study_relative(value: str, key: str, where: str) -> None:
+    """Raise :class:`StudyError` naming ``where``, ``key`` and ``value`` when the path or glob
+    ``value`` could name something outside the study folder: an absolute path (``/x``, ``~``,
+    a drive ``C:``) or a ``..`` part. Every path a preset names is relative to the study."""
+    pure = PurePosixPath(value.replace("\\", "/"))
+    if value.startswith(("/", "\\", "~")) or PureWindowsPath(value).drive or pure.is_absolute():
+        raise StudyError(
+            f"{where}: {key}: {value!r} is an absolute path; every path in a preset is relative "
+            "to the study folder (nothing outside it is read)"
+        )
+    if ".." in pure.parts:
+        raise StudyError(
+            f"{where}: {key}: {value!r} leads out of the study folder ('..'); every path in a "
+            "preset is relative to the study folder (nothing outside it is read)"
+        )
+
+
+def inside_study(
+    study_dir: str | Path, rel: str, key: str, preset: Preset | dict[str, Any] | None = None
+) -> Path:
+    """Return ``study_dir / rel`` after checking it stays inside the study folder: ``rel`` is
+    relative without ``..`` (:func:`check_study_relative`) and, unless the preset sets
+    ``follow_links_outside_study: true``, no symbolic link on the way leads outside the study
+    folder. Raises :class:`StudyError` naming ``key`` and ``rel``."""
+    study_dir = Path(study_dir)
+    data = preset.data if isinstance(preset, Preset) else (preset or {})
+    check_study_relative(rel, key, f"study {study_dir}")
+    path = study_dir / rel
+    if not data.get(OUTSIDE_LINKS, False) and not _is_inside(path, study_dir):
+        raise StudyError(
+            f"study {study_dir}: {key}: {rel!r} is a symbolic link to "
+            f"{os.path.realpath(path)}, outside the study folder; set {OUTSIDE_LINKS}: true in "
+            "the preset to read it"
+        )
+    return path
+
+
+def _is_inside(path: Path, study_dir: Path) -> bool:
+    """Return True when ``path`` with every link resolved lies inside ``study_dir`` (itself
+    resolved: a study folder that is a link is fine)."""
+    real, root = os.path.realpath(path), os.path.realpath(study_dir)
+    return real == root or real.startswith(root.rstrip(os.sep) + os.sep)
+
+
 def study_file(study_dir: str | Path, preset: Preset, key: str) -> Path:
-    """Return the absolute path of the preset's file entry ``key`` (e.g. ``puzzle_file``)."""
-    val = preset.get(key)
-    if val is None:
-        raise StudyError(f"preset {preset.name} has no {key!r}")
-    return Path(study_dir) / val
+    """Return the absolute path of the preset's file entry ``key`` (dotted for a nested one,
+    e.g. ``puzzle_file``, ``themes.coded_responses``), checked to lie inside the study folder
+    (:func:`inside_study`)."""
+    node: Any = preset.data
+    for part in key.split("."):
+        if not isinstance(node, dict) or part not in node:
+            raise StudyError(f"preset {preset.name} has no {key!r}")
+        node = node[part]
+    return inside_study(study_dir, str(node), key, preset)
 
 
 def log_sources(study_dir: str | Path, preset: Preset) -> list[LogSource]:
@@ -230,7 +364,9 @@ def log_sources(study_dir: str | Path, preset: Preset) -> list[LogSource]:
     if not study_dir.is_dir():
         raise StudyError(f"study folder {study_dir} does not exist")
     globs = list(preset.get("log_globs", []))
-    found, unread = _find_logs(study_dir, globs)
+    for i, g in enumerate(globs):
+        check_study_relative(g, f"log_globs[{i}]", f"preset {preset.name}")
+    found, unread = _find_logs(study_dir, globs, bool(preset.get(OUTSIDE_LINKS, False)))
     mapping = {row["file"]: row for row in preset.get("participants", {}).get("files", [])}
     missing = sorted(set(mapping) - set(found))
     if missing:
@@ -249,21 +385,28 @@ def log_sources(study_dir: str | Path, preset: Preset) -> list[LogSource]:
             if "exclude" in row:
                 out.append(LogSource(found[rel], rel, None, row["exclude"]))
             else:
-                out.append(LogSource(found[rel], rel, str(row["participant_id"])))
+                out.append(LogSource(found[rel], rel, normalise_id(str(row["participant_id"]))))
             continue
         hit = next((e for e in excl if fnmatch.fnmatch(rel, e["glob"])), None)
         if hit is not None:
             out.append(LogSource(found[rel], rel, None, hit["reason"]))
         else:
-            out.append(LogSource(found[rel], rel, found[rel].stem))
+            out.append(LogSource(found[rel], rel, normalise_id(found[rel].stem)))
     ids: dict[str, str] = {}
     for s in out:
         if s.participant_id is None:
             continue
         if s.participant_id in ids:
+            alike = (
+                " (the same name in Unicode normal form C, written with other code points)"
+                if ids[s.participant_id] != s.rel
+                and Path(ids[s.participant_id]).stem != Path(s.rel).stem
+                and normalise_id(Path(ids[s.participant_id]).stem) == normalise_id(Path(s.rel).stem)
+                else ""
+            )
             raise StudyError(
                 f"participant id {s.participant_id!r} is given by two log files: "
-                f"{ids[s.participant_id]} and {s.rel}; exclude one in the preset"
+                f"{ids[s.participant_id]} and {s.rel}{alike}; exclude one in the preset"
             )
         ids[s.participant_id] = s.rel
     return sorted(out, key=lambda s: s.rel)
@@ -306,18 +449,23 @@ def _glob_root(study_dir: Path, pattern: str) -> Path:
     return study_dir.joinpath(*parts)
 
 
-def _find_logs(study_dir: Path, globs: list[str]) -> tuple[dict[str, Path], dict[str, tuple]]:
+def _find_logs(
+    study_dir: Path, globs: list[str], outside_links: bool = False
+) -> tuple[dict[str, Path], dict[str, tuple]]:
     """Return ``({rel: path} of the log files to read, {rel: (path, why)} of files not read)``.
 
     Every file under the folders the globs start from is looked at: a regular file (or a link
     to one) that a glob matches, compared case-insensitively (``X.NDJSON`` matches
     ``*.ndjson``), is read. Not read, with the reason: a dangling link or a matched path that
     is not a regular file, a log-like file (:data:`LOG_SUFFIXES`, e.g. ``.jsonl`` or a log in a
-    sub-folder) that no glob matches, a file whose name is not UTF-8.
+    sub-folder) that no glob matches, any other file in a folder that holds logs read (a log
+    renamed ``.txt`` or ``.bak``), a file whose name is not UTF-8, and (unless
+    ``outside_links``) a symbolic link to a file or folder outside the study folder.
     """
     regexes = [_glob_regex(g) for g in globs]
     found: dict[str, Path] = {}
     unread: dict[str, tuple[Path, str]] = {}
+    others: dict[str, Path] = {}
     roots = sorted({_glob_root(study_dir, g) for g in globs})
     for root in roots:
         if not root.is_dir():
@@ -325,6 +473,15 @@ def _find_logs(study_dir: Path, globs: list[str]) -> tuple[dict[str, Path], dict
         seen = {os.path.realpath(root)}
         for folder, dirs, files in os.walk(root, followlinks=True):  # as glob, into linked folders
             real = {d: os.path.realpath(Path(folder) / d) for d in dirs}
+            if not outside_links:
+                for d in [d for d in dirs if not _is_inside(Path(folder) / d, study_dir)]:
+                    rel = (Path(folder) / d).relative_to(study_dir).as_posix()
+                    why = (
+                        f"a symbolic link to the folder {real[d]}, outside the study folder "
+                        f"(set {OUTSIDE_LINKS}: true in the preset to read it)"
+                    )
+                    unread[rel] = (Path(folder) / d, why)
+                    dirs.remove(d)
             dirs[:] = sorted(d for d in dirs if real[d] not in seen)  # a link cycle is not walked
             seen.update(real[d] for d in dirs)
             for name in [*files, *dirs]:
@@ -342,7 +499,18 @@ def _find_logs(study_dir: Path, globs: list[str]) -> tuple[dict[str, Path], dict
                     if matched or name.lower().endswith(LOG_SUFFIXES):
                         unread[shown] = (path, "the file name is not UTF-8")
                     continue
-                if matched and path.is_file():
+                if (
+                    (matched or name.lower().endswith(LOG_SUFFIXES))
+                    and not outside_links
+                    and path.exists()
+                    and not _is_inside(path, study_dir)
+                ):
+                    why = (
+                        f"a symbolic link to {os.path.realpath(path)}, outside the study folder "
+                        f"(set {OUTSIDE_LINKS}: true in the preset to read it)"
+                    )
+                    unread[rel] = (path, why)
+                elif matched and path.is_file():
                     found[rel] = path
                 elif matched and path.is_symlink() and not path.exists():
                     unread[rel] = (path, f"dangling symbolic link to {os.readlink(path)}")
@@ -353,4 +521,16 @@ def _find_logs(study_dir: Path, globs: list[str]) -> tuple[dict[str, Path], dict
                         path,
                         f"a log-like file that no log glob {globs} matches (add a glob to read it)",
                     )
+                elif name not in dirs:
+                    others[rel] = path
+    # any other file next to the logs read (a renamed log: .txt, .bak, no extension), or in
+    # the glob folders when no log is found there
+    log_folders = {rel.rpartition("/")[0] for rel in found}
+    for rel, path in others.items():
+        if rel.rpartition("/")[0] in log_folders or not found:
+            why = (
+                f"a file in a log folder that no log glob {globs} matches (a renamed log? "
+                "rename it or add a glob; not a log? move it out of the folder)"
+            )
+            unread[rel] = (path, why)
     return found, unread

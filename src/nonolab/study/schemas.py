@@ -26,7 +26,7 @@ import pandera.pandas as pa
 import yaml
 from pandera.errors import SchemaError, SchemaErrorReason, SchemaErrors
 
-from nonolab.core.tables import write_table
+from nonolab.core.tables import csv_read_options, is_text_column, restore_cells, write_table
 from nonolab.study.presets import SCHEMA_DIR
 
 
@@ -65,8 +65,11 @@ def coerce_table(df: pd.DataFrame, name: str) -> pd.DataFrame:
     and the first value it cannot hold (an integer outside 64 bits, text in a number column).
     """
     schema = table_schema(name)
+    optional = set(schema.get("x-optional", ()))
     out = pd.DataFrame(index=df.index)
     for col, prop in schema["properties"].items():
+        if col in optional and col not in df:
+            continue
         s = df[col] if col in df else pd.Series([None] * len(df), index=df.index)
         try:
             out[col] = _coerce_column(s, prop)
@@ -186,6 +189,7 @@ def _boolean(s: pd.Series) -> bool:
 @cache
 def _pandera(name: str, mode: Mode) -> pa.DataFrameSchema:
     schema = table_schema(name)
+    optional = set(schema.get("x-optional", ()))
     cols = {}
     for col, prop in schema["properties"].items():
         checks = []
@@ -203,7 +207,7 @@ def _pandera(name: str, mode: Mode) -> pa.DataFrameSchema:
             checks.append(pa.Check(_numeric, error="not numbers"))
         if typ == "boolean" and dtype is None:
             checks.append(pa.Check(_boolean, error="not true/false"))
-        cols[col] = pa.Column(dtype, checks=checks, nullable=nullable)
+        cols[col] = pa.Column(dtype, checks=checks, nullable=nullable, required=col not in optional)
     return pa.DataFrameSchema(
         cols, strict=True, ordered=True, unique=schema.get("x-unique"), name=name
     )
@@ -212,7 +216,8 @@ def _pandera(name: str, mode: Mode) -> pa.DataFrameSchema:
 def validate_table(df: pd.DataFrame, name: str, *, mode: Mode = "coerced") -> None:
     """Raise :class:`TableSchemaError` if ``df`` does not match the schema of table ``name``.
 
-    Checks (pandera): exactly the declared columns in order; the declared dtypes (``mode``
+    Checks (pandera): exactly the declared columns in order (a column the schema lists under
+    ``x-optional`` may be absent); the declared dtypes (``mode``
     "coerced": as :func:`coerce_table` makes them; "read": as :func:`read_table` reads them;
     "write": only the values, as they will be written); no
     missing values in non-nullable columns; ``enum``, ``minimum`` and ``maximum``; unique keys.
@@ -245,6 +250,21 @@ def _explain(e: SchemaError | SchemaErrors, df: pd.DataFrame, name: str) -> str:
     return str(e)
 
 
+def read_csv(
+    path: str | os.PathLike, text: Any = (), dtype: dict[str, Any] | None = None
+) -> pd.DataFrame:
+    """Return a CSV table written by :func:`nonolab.core.tables.write_table`, read back as it
+    was written: id columns (``id``, ``*_id``) and the columns named in ``text`` are text with
+    no missing values (``NA``, ``null``, ``nan``, ``None`` and the empty cell stay text), the
+    other columns as pandas infers them (``dtype`` overrides), and cells neutralised for
+    spreadsheets are restored (:func:`nonolab.core.tables.restore_cell`). The one reader of
+    our CSV tables (:func:`nonolab.core.tables.csv_read_options`)."""
+    header = pd.read_csv(path, nrows=0).columns
+    opts = csv_read_options(header, text)
+    opts["dtype"] = dict(dtype or {}) | opts["dtype"]
+    return restore_cells(pd.read_csv(path, **opts))
+
+
 def read_table(path: str | os.PathLike, name: str) -> pd.DataFrame:
     """Return table ``name`` read from ``path`` (``.csv`` or ``.parquet``), validated.
 
@@ -259,8 +279,16 @@ def read_table(path: str | os.PathLike, name: str) -> pd.DataFrame:
         df = pd.read_parquet(path)
         validate_table(df, name)
         return df
-    strings = {c: str for c, p in props.items() if _types(p)[0] == "string" and not p.get("format")}
-    df = pd.read_csv(path, dtype=strings, keep_default_na=True)
+    strings = [
+        c for c, p in props.items() if _types(p) == ("string", False) and not p.get("format")
+    ]
+    nullable = {
+        c for c, p in props.items() if _types(p) == ("string", True) and not p.get("format")
+    }
+    df = read_csv(path, text=strings, dtype=dict.fromkeys(nullable, str))
+    for col in strings:  # an empty cell is missing (refused below), but not in an id column
+        if col in df and not is_text_column(col):
+            df[col] = df[col].mask(df[col] == "")
     for col, prop in props.items():
         dt = _dtype(prop, "read")
         if col in df and dt is not None and str(df[col].dtype) != dt:
@@ -285,6 +313,7 @@ __all__ = [
     "TableSchemaError",
     "coerce_table",
     "columns",
+    "read_csv",
     "read_table",
     "table_schema",
     "validate_table",

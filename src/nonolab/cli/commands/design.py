@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from nonolab.cli.options import positive_int
+from nonolab.cli.options import grid_size, positive_int
 from nonolab.core.progress import Progress
 
 
@@ -27,14 +27,6 @@ def _pair(text: str) -> tuple[float, float]:
     except ValueError:
         raise argparse.ArgumentTypeError(f"needs LOW,HIGH, not {text!r}") from None
     return lo, hi
-
-
-def _size(text: str) -> tuple[int, int]:
-    try:
-        h, w = (int(x) for x in text.lower().split("x"))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"size must look like 10x10, got {text!r}") from None
-    return h, w
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -71,6 +63,7 @@ def _run(args: argparse.Namespace) -> int:
         replications=args.replications,
         lmm_replications=args.lmm_replications,
         maximal_replications=args.maximal_replications,
+        maximal_df=args.maximal_df,
         random_selections=args.random_selections,
         seed=args.seed,
         name=args.name,
@@ -133,14 +126,21 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--alpha", type=float, default=0.05)
     p.add_argument("--missing", type=float, default=0.1, help="missing-rating rate")
     p.add_argument("--metric", default="conflicts", help="primary metric (default conflicts)")
-    p.add_argument("--size", type=_size, default=None, help="required size HxW")
+    p.add_argument("--size", type=grid_size, default=None, help="required size HxW")
     p.add_argument("--line-solvable", choices=("yes", "no", "any"), default="any")
     p.add_argument("--fill", type=_pair, default=(0.0, 1.0), help="fill range LOW,HIGH")
     p.add_argument("--drop-top", type=float, default=0.05, help="top share dropped by metric")
     p.add_argument("--allow-multiple", action="store_true", help="allow non-unique puzzles")
     p.add_argument("--replications", type=positive_int, default=1000)
     p.add_argument("--lmm-replications", type=positive_int, default=500)
-    p.add_argument("--maximal-replications", type=int, default=0)
+    p.add_argument(
+        "--maximal-replications", type=int, default=0,
+        help="simulations of the moderation model with correlated random slopes by "
+        "participant (0: not run; one refit per simulation)",
+    )  # fmt: skip
+    p.add_argument(
+        "--maximal-df", choices=("satterthwaite", "kenward_roger"), default="satterthwaite"
+    )
     p.add_argument("--random-selections", type=positive_int, default=1000)
     p.add_argument("--effects", help="YAML with rating:/behaviour: effect-size overrides")
     p.add_argument("--reference-study", help="study folder of the design to compare with")

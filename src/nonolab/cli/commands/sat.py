@@ -19,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
+from nonolab.core.tables import write_text
 from nonolab.sat.formats import FORMATS, write_puzzles
 from nonolab.sat.puzzles import Puzzle
 
@@ -122,7 +123,7 @@ def _generate(args: argparse.Namespace) -> int:
         if args.out is None:
             print(text)
         else:
-            args.out.write_text(text + "\n", encoding="utf-8")
+            write_text(args.out, text + "\n")
     else:
         write_puzzles(puzzles, args.out)
     if args.out is not None:
@@ -148,7 +149,7 @@ def _encode(args: argparse.Namespace) -> int:
     text = enc.to_dimacs()
     text = text.replace("\n", f" puzzle_hash={p.hash} label={p.label}\n", 1)
     if args.out:
-        args.out.write_text(text, encoding="ascii")
+        write_text(args.out, text, encoding="ascii")
     else:
         sys.stdout.write(text)
     return 0
@@ -202,8 +203,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         "a unique solution (proven by SAT), drawn from a seeded generator. Progress goes to "
         "stderr when it is a terminal.",
     )
-    g.add_argument("--height", type=positive_int, default=10)
-    g.add_argument("--width", type=positive_int, default=10)
+    g.add_argument("--height", type=positive_int, default=10, help="rows of each grid")
+    g.add_argument("--width", type=positive_int, default=10, help="columns of each grid")
     g.add_argument(
         "--filled",
         type=non_negative_int,
@@ -216,13 +217,17 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--encoding",
         type=encoding_name,
         default="block_start",
-        help="encoding used to prove uniqueness",
+        help="CNF encoding used to prove uniqueness",
     )
     g.add_argument(
         "--solver", type=solver_name, default="minisat22", help="solver used to prove uniqueness"
     )
     g.add_argument(
-        "--max-attempts", type=positive_int, default=10_000, help="grids tried per puzzle"
+        "--max-attempts",
+        type=positive_int,
+        default=10_000,
+        metavar="N",
+        help="random grids tried per puzzle before giving up (exit 2)",
     )
     g.add_argument(
         "--timeout",
@@ -239,10 +244,16 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     g.set_defaults(func=_generate)
 
-    e = sub.add_parser("encode", help="write a puzzle's CNF as DIMACS")
-    e.add_argument("file", type=Path)
+    e = sub.add_parser(
+        "encode",
+        help="write a puzzle's CNF as DIMACS",
+        description="Write the CNF of one puzzle (a single-puzzle file, or --index of a "
+        "multi-puzzle one) in the chosen encoding as DIMACS text; the header comment names the "
+        "puzzle's clue hash and label.",
+    )
+    e.add_argument("file", type=Path, help="puzzle file (any supported format)")
     e.add_argument("--format", choices=FORMATS, help=fmt_help)
-    e.add_argument("--encoding", type=encoding_name, default="block_start")
+    e.add_argument("--encoding", type=encoding_name, default="block_start", help="CNF encoding")
     e.add_argument(
         "--index", type=non_negative_int, help="0-based puzzle index in a multi-puzzle file"
     )

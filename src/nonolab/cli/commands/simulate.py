@@ -6,20 +6,27 @@ import argparse
 import json
 from pathlib import Path
 
-from nonolab.cli.options import non_negative_int, positive_int
+from nonolab.cli.options import grid_size, non_negative_int, positive_int
 from nonolab.core.progress import Progress
+from nonolab.core.tables import write_text
 from nonolab.sim.design import SURVEYS, StudyDesign, design_preset, reshape_study
 from nonolab.sim.events import simulate_study
 from nonolab.sim.model import FAULTS, METRICS, SimParams, params_from_mapping
 from nonolab.sim.writer import write_study
 
 
-def _size(text: str) -> tuple[int, int]:
+def _per_session(text: str) -> tuple[int, int]:
+    """Return ``(min, max)`` puzzles per session of ``K`` or ``A-B`` (1 <= A <= B)."""
     try:
-        h, w = (int(x) for x in text.lower().split("x"))
+        low, _, high = text.partition("-")
+        a, b = int(low), int(high or low)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"size must look like 10x10, got {text!r}") from None
-    return h, w
+        raise argparse.ArgumentTypeError(
+            f"--per-session must be a number or a range like 2-4, got {text!r}"
+        ) from None
+    if not 1 <= a <= b:
+        raise argparse.ArgumentTypeError(f"--per-session needs 1 <= A <= B, got {text!r}")
+    return a, b
 
 
 def _faults(text: str) -> tuple[str, ...]:
@@ -50,9 +57,16 @@ def _run(args: argparse.Namespace) -> int:
     if args.strength is not None:
         overrides["metric_strength"] = args.strength
     params = params_from_mapping(SimParams(), overrides)
+    low, high = args.per_session
+    if high > params.n_puzzles:
+        raise ValueError(f"--per-session {high} needs at least {high} puzzles (--puzzles)")
     design = StudyDesign(
-        per_session=args.per_session, missing=args.missing_ratings, surveys=args.surveys
+        per_session=high,
+        per_session_min=low if low < high else None,
+        missing=args.missing_ratings,
+        surveys=args.surveys,
     )
+    session_size = max(3, high)
     out = Path(args.out)
     if out.exists() and not out.is_dir():
         raise ValueError(f"{out} exists and is not a folder")
@@ -63,12 +77,14 @@ def _run(args: argparse.Namespace) -> int:
         )
     with Progress(params.n_participants, "simulate") as bar:
         bar.set_note("drawing puzzles")
-        study = simulate_study(params, args.seed, progress=lambda: bar.update(note=""))
+        study = simulate_study(
+            params, args.seed, progress=lambda: bar.update(note=""), session_size=session_size
+        )
         study = reshape_study(study, design, args.seed)
         bar.set_note("writing files")
         files = write_study(study, out)
-    if design.per_session < 3:
-        (out / "preset.yaml").write_text(design_preset(design), encoding="utf-8")
+    if design.sizes != (3,):
+        write_text(out / "preset.yaml", design_preset(design))
         files.append(out / "preset.yaml")
     truth = study.truth
     print(
@@ -76,8 +92,8 @@ def _run(args: argparse.Namespace) -> int:
         f"{params.n_puzzles} puzzles; true pause threshold {truth['pause_threshold_s']:.4f} s, "
         f"true final-rating slope {truth['slope_final_rating']:.4f}"
     )
-    if design.per_session < 3:
-        print(f"run it with the preset {out / 'preset.yaml'} (config preset=...)")
+    if design.sizes != (3,):
+        print(f"run it with its preset: nonolab run --study {out} --preset {out / 'preset.yaml'}")
     return 0
 
 
@@ -98,15 +114,27 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="write into a non-empty folder that holds a simulated study (ground_truth.json), "
         "replacing it; a folder without one is never written into",
     )
-    p.add_argument("--participants", type=positive_int, default=30)
-    p.add_argument("--puzzles", type=positive_int, default=6)
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--size", type=_size, default=(10, 10), help="HxW (default 10x10)")
+    p.add_argument(
+        "--participants", type=positive_int, default=30, help="participants (one log file each)"
+    )
+    p.add_argument("--puzzles", type=positive_int, default=6, help="distinct puzzles")
+    p.add_argument("--seed", type=int, default=0, help="seed of every random draw")
+    p.add_argument("--size", type=grid_size, default=(10, 10), help="HxW (default 10x10)")
     p.add_argument(
         "--filled", type=non_negative_int, default=None, help="filled cells (default: half)"
     )
-    p.add_argument("--metric", choices=METRICS, default=None, help="metric driving difficulty")
-    p.add_argument("--strength", type=float, default=None, help="puzzle-level correlation")
+    p.add_argument(
+        "--metric",
+        choices=METRICS,
+        default=None,
+        help="SAT metric driving difficulty (default: the simulator's, SimParams.metric)",
+    )
+    p.add_argument(
+        "--strength",
+        type=float,
+        default=None,
+        help="puzzle-level correlation of metric and difficulty (default: SimParams's)",
+    )
     p.add_argument(
         "--faults",
         type=_faults,
@@ -114,12 +142,16 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="comma-separated bad-input classes to inject, one instance each, or 'all' "
         f"({', '.join(FAULTS)}); listed in ground_truth.json",
     )
-    p.add_argument("--params", help="JSON file of further SimParams overrides")
+    p.add_argument(
+        "--params", metavar="FILE", help="JSON file of further SimParams overrides (default: none)"
+    )
     p.add_argument(
         "--per-session",
-        type=positive_int,
-        default=3,
-        help="puzzles each session serves, 1-3 (default 3); below 3 the study gets a "
+        type=_per_session,
+        default=(3, 3),
+        metavar="K|A-B",
+        help="puzzles each session serves: K, or a range A-B drawn per session (sessions that "
+        "ran out of time); at most --puzzles (default 3); other than 3 the study gets a "
         "preset.yaml to pass as the workflow's preset",
     )
     p.add_argument(

@@ -8,7 +8,9 @@ platform explain:
 * ``follows preset``: a row about a participant whose log file the preset excludes (e.g. the
   coded survey responses of an excluded participant);
 * ``skipped puzzle``: a rating of -1, the platform's value for a skipped puzzle (kept, set
-  missing).
+  missing);
+* ``coded ratings (preset)``: a coded rating reason whose rating differs from the log's, kept,
+  when the preset says why (``themes.coded_ratings_differ``).
 
 Every other ledger row is a problem. Exit status: 0 when the study is usable as it is (only
 known rows), 1 when there are problems, 2 when the study cannot be read at all (the message
@@ -25,6 +27,8 @@ from typing import Any
 
 #: ledger reasons of a -1 rating (the platform's value for a skipped puzzle)
 _SKIPPED_RATING = re.compile(r"^(initial|final) rating -1 is not")
+#: ledger reasons of a coded rating reason that disagrees with the logs (kept)
+_CODED_DIFFERS = "the coded rating is used as it is"
 
 
 def _split_source(source: str) -> tuple[str, int | None]:
@@ -36,13 +40,20 @@ def _split_source(source: str) -> tuple[str, int | None]:
 
 
 def known_reason(
-    row: dict[str, Any], excluded: dict[str, str], analysed: frozenset[str] = frozenset()
+    row: dict[str, Any],
+    excluded: dict[str, str],
+    analysed: frozenset[str] = frozenset(),
+    coded_ratings_differ: bool = False,
 ) -> str | None:
     """Return why ledger ``row`` is expected (``preset``, ``follows preset``, ``skipped
     puzzle``), or None when it is a problem. ``excluded`` maps each log file the preset
     excludes (path relative to the study) to its participant id (the file stem); ``analysed``
-    holds the ids of the participants read, whose rows are never explained by an exclusion."""
+    holds the ids of the participants read, whose rows are never explained by an exclusion;
+    ``coded_ratings_differ``: the preset says why its coded ratings may differ from the logs
+    (``themes.coded_ratings_differ``), so such kept rows are known."""
     file, _ = _split_source(row["source"])
+    if coded_ratings_differ and row["action"] == "kept" and _CODED_DIFFERS in row["reason"]:
+        return "coded ratings (preset)"
     if row["level"] == "file" and file in excluded:
         return "preset"
     if row["id"] in excluded.values() and row["id"] not in analysed:
@@ -55,7 +66,9 @@ def known_reason(
 def validate_study(study: str | Path, preset_name: str = "auto") -> dict[str, Any]:
     """Return the validation report of the study folder ``study``.
 
-    Keys: ``study``, ``preset``, ``usable`` (no problems), ``problems`` and ``known`` (ledger
+    Keys: ``study``, ``preset``, ``usable`` (no problems), ``warnings`` (puzzles with more than
+    one solution, :func:`puzzle_warnings`; log globs that are absolute or match nothing,
+    :func:`glob_warnings`; they do not make the study unusable), ``problems`` and ``known`` (ledger
     rows as dicts: ``level``, ``file``, ``line`` (1-based, None for a whole file), ``id``,
     ``reason``, ``action``; known rows also ``known``, see :func:`known_reason`) and
     ``summary`` (``log_files``, ``files_excluded``, ``participants``,
@@ -72,9 +85,17 @@ def validate_study(study: str | Path, preset_name: str = "auto") -> dict[str, An
         raise StudyError(f"study folder {study} {what}")
     preset = resolve_preset(study, preset_name)
     result = ingest_study(study, preset)
-    sources = log_sources(study, preset)
-    excluded = {s.rel: s.path.stem for s in sources if s.participant_id is None}
+    return validation_report(result, study, preset, log_sources(study, preset))
+
+
+def validation_report(result: Any, study: Path, preset: Any, sources: list[Any]) -> dict[str, Any]:
+    """Return the :func:`validate_study` report of an ingest ``result`` of ``study`` read with
+    ``preset``, whose log files are ``sources`` (:func:`nonolab.study.presets.log_sources`)."""
+    # only the files the preset excludes are known; a file not read (renamed, a link outside
+    # the study, not UTF-8) is a problem
+    excluded = {s.rel: s.path.stem for s in sources if s.participant_id is None and s.read}
     analysed = frozenset(s.participant_id for s in sources if s.participant_id is not None)
+    coded_differ = bool((preset.get("themes") or {}).get("coded_ratings_differ"))
     problems: list[dict[str, Any]] = []
     known: list[dict[str, Any]] = []
     for row in result.tables["ledger"].to_dict("records"):
@@ -87,12 +108,13 @@ def validate_study(study: str | Path, preset_name: str = "auto") -> dict[str, An
             "reason": row["reason"],
             "action": row["action"],
         }
-        why = known_reason(row, excluded, analysed)
+        why = known_reason(row, excluded, analysed, coded_differ)
         if why is None:
             problems.append(rec)
         else:
             known.append({**rec, "known": why})
     s = result.summary
+    warnings = puzzle_warnings(study, preset) + glob_warnings(study, preset)
     summary = {
         "log_files": s["log_files"],
         "files_excluded": s["files_excluded"],
@@ -109,9 +131,68 @@ def validate_study(study: str | Path, preset_name: str = "auto") -> dict[str, An
         "preset": preset.name,
         "usable": not problems,
         "problems": problems,
+        "warnings": warnings,
         "known": known,
         "summary": summary,
     }
+
+
+def puzzle_warnings(study: Path, preset: Any) -> list[dict[str, Any]]:
+    """Return one warning per puzzle of the study's puzzle file that has more than one
+    solution (or whose uniqueness the SAT check cannot settle): players could solve it
+    otherwise than its stored solution, and the features compare boards with that solution.
+    Each: ``level`` "puzzle", ``file``, ``line`` None, ``id`` (the puzzle id), ``reason``."""
+    from nonolab.sat.puzzles import grid_to_strings, load_study_puzzles
+    from nonolab.sat.solvers import uniqueness
+    from nonolab.study.presets import study_file
+
+    path = study_file(study, preset, "puzzle_file")
+    out = []
+    for p in load_study_puzzles(path):
+        u = uniqueness(p)
+        if u.status == "unique":
+            continue
+        if u.status == "multiple":
+            other = u.second_grid if u.grid == p.solution else u.grid  # not the stored one
+            second = "/".join(grid_to_strings(other or ()))
+            why = f"has more than one solution (another: {second}); ratings and features may not mean the same puzzle"
+        else:
+            why = f"uniqueness not settled by the SAT check ({u.status})"
+        out.append(
+            {
+                "level": "puzzle",
+                "file": preset.puzzle_file,
+                "line": None,
+                "id": p.label,
+                "reason": why,
+            }
+        )
+    return out
+
+
+def glob_warnings(study: Path, preset: Any) -> list[dict[str, Any]]:
+    """Return one warning per log glob of the preset that is absolute (globs are relative to
+    the study folder: it matches nothing there) or reads nothing: no glob matches a file in the
+    folder it starts from (a misspelt folder; the default preset's ``*.json`` beside a folder of
+    ``*.ndjson`` logs is not reported)."""
+    from nonolab.study.presets import _find_logs, _glob_root
+
+    globs = list(preset.get("log_globs", []))
+    found = _find_logs(study, globs)[0]
+    out = []
+    for glob in globs:
+        root = _glob_root(study, glob).relative_to(study).as_posix()
+        inside = [rel for rel in found if root == "." or rel.startswith(root + "/")]
+        if glob.startswith("/") or re.match(r"^[A-Za-z]:[\\/]", glob):
+            why = f"log glob {glob!r} is absolute; globs are relative to the study folder"
+        elif not inside:
+            why = f"log glob {glob!r} matches no file under the study folder"
+        else:
+            continue
+        out.append(
+            {"level": "preset", "file": str(preset.path), "line": None, "id": glob, "reason": why}
+        )
+    return out
 
 
 def _row_text(rec: dict[str, Any]) -> str:
@@ -120,12 +201,19 @@ def _row_text(rec: dict[str, Any]) -> str:
     return f"  {rec['level']:<11} {where}  {rec['id']}: {rec['reason']} ({rec['action']}){tail}"
 
 
+def _warning_text(rec: dict[str, Any]) -> str:
+    return f"  {rec['level']:<11} {rec['file']}  {rec['id']}: {rec['reason']}"
+
+
 def format_report(report: dict[str, Any]) -> str:
     """Return the text form of a :func:`validate_study` report."""
     s = report["summary"]
     out = [f"study {report['study']} (preset {report['preset']})"]
     out.append(f"problems: {len(report['problems']) or 'none'}")
     out += [_row_text(r) for r in report["problems"]]
+    warnings = report.get("warnings", [])
+    out.append(f"warnings: {len(warnings) or 'none'}")
+    out += [_warning_text(w) for w in warnings]
     out.append(f"known exclusions and notes: {len(report['known']) or 'none'}")
     out += [_row_text(r) for r in report["known"]]
     ignored = f" + {s['lines_ignored']} ignored" if s["lines_ignored"] else ""

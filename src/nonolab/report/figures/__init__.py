@@ -11,13 +11,14 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
-from pathlib import Path
 
 import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
+
+from nonolab.core.tables import atomic_path  # noqa: E402
 
 COLUMN_WIDTH_IN = 3.4
 DOUBLE_WIDTH_IN = 7.0
@@ -97,13 +98,12 @@ def save_figure(
     fig: Figure, png_path: str | os.PathLike, pdf_path: str | os.PathLike | None = None
 ) -> None:
     """Save ``fig`` as PNG (200 dpi) and, when given, PDF with fixed metadata; closes ``fig``."""
-    for p in (png_path, pdf_path):
-        if p is not None:
-            Path(p).parent.mkdir(parents=True, exist_ok=True)
     with style():
-        fig.savefig(png_path, dpi=DPI, format="png", metadata=PNG_METADATA)
+        with atomic_path(png_path) as tmp:
+            fig.savefig(tmp, dpi=DPI, format="png", metadata=PNG_METADATA)
         if pdf_path is not None:
-            fig.savefig(pdf_path, format="pdf", metadata=PDF_METADATA)
+            with atomic_path(pdf_path) as tmp:
+                fig.savefig(tmp, format="pdf", metadata=PDF_METADATA)
     plt.close(fig)
 
 

@@ -9,9 +9,25 @@ from nonolab.report.figures import GREY, PALETTE, new_figure, style
 from nonolab.stats.pauses import mixture_density
 
 
-def plot_gap_distribution(gaps_s: np.ndarray, record: dict, bins: int = 80) -> Figure:
+def component_names(record: dict, drags: bool) -> list[str]:
+    """Return the legend name of each mixture component of ``record`` (``threshold.json``):
+    for three components ``fast``, ``within-move``, ``pause`` (``fast (drag)`` only when the
+    study logged drag events), else ``component i``; a component that collapsed onto a spike
+    (``degenerate_components``) is named ``spike at X s``."""
+    k = len(record["means_log"])
+    names = ["fast (drag)" if drags else "fast", "within-move", "pause"]
+    out = names if k == 3 else [f"component {i + 1}" for i in range(k)]
+    for d in record.get("degenerate_components") or []:
+        out[d["component"] - 1] = f"spike at {d['spike_s']:.3g} s"
+    return out
+
+
+def plot_gap_distribution(
+    gaps_s: np.ndarray, record: dict, bins: int = 80, drags: bool = False
+) -> Figure:
     """Return the histogram of log gaps (density per unit ln s) with each fitted component, their
-    sum, the fitted threshold and the threshold used. ``record``: ``threshold.json`` content."""
+    sum, the fitted threshold and the threshold used. ``record``: ``threshold.json`` content;
+    ``drags``: whether the study logged drag events (names the fastest component)."""
     g = np.asarray(gaps_s, dtype=float)
     z = np.log(g[g > 0])
     with style():
@@ -19,16 +35,15 @@ def plot_gap_distribution(gaps_s: np.ndarray, record: dict, bins: int = 80) -> F
         ax.hist(z, bins=bins, density=True, color="#d9d9d9", edgecolor="none", label="gaps")
         grid = np.linspace(z.min(), z.max(), 600)
         comps = mixture_density(record, grid)
-        names = ("fast (drag)", "within-move", "pause")
-        for i, c in enumerate(comps):
-            name = names[i] if len(comps) == 3 else f"component {i + 1}"
+        for i, (c, name) in enumerate(zip(comps, component_names(record, drags), strict=True)):
             ax.plot(grid, c, color=PALETTE[i], lw=1.0, label=name)
         ax.plot(grid, comps.sum(axis=0), color="black", lw=0.9, ls="--", label="mixture")
         thr = record["threshold_s"]
         used = record["threshold_used_s"]
         ax.axvline(np.log(thr), color=PALETTE[3], lw=0.9, label=f"crossing {thr:.2f} s")
         if abs(used - thr) > 1e-9:
-            ax.axvline(np.log(used), color=GREY, lw=0.9, ls=":", label=f"used {used:.2f} s")
+            why = " (fallback)" if record.get("threshold_source", "").startswith("fallback") else ""
+            ax.axvline(np.log(used), color=GREY, lw=0.9, ls=":", label=f"used {used:.2f} s{why}")
         ticks = [0.001, 0.01, 0.1, 1, 10, 100]
         ticks = [t for t in ticks if z.min() <= np.log(t) <= z.max()]
         ax.set_xticks(np.log(ticks), [f"{t:g}" for t in ticks])

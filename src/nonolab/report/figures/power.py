@@ -7,19 +7,25 @@ from matplotlib.figure import Figure
 
 from nonolab.report.figures import DOUBLE_WIDTH_IN, GREY, PALETTE, new_figure, style
 
-STUDY_DESIGN = (6, 67)  # puzzles, participants of the public study
-
 
 def power_figure(table: pd.DataFrame, alpha: float | None = None) -> Figure:
-    """Return the power figure of a ``power.csv`` table (:data:`nonolab.sim.power.POWER_COLUMNS`).
+    """Return the power figure of a ``power.csv`` table (:data:`nonolab.sim.power.POWER_COLUMNS`
+    plus ``design``: ``grid`` for the configured cells, ``study`` for the study's own design).
 
     One panel per true rho; x = number of puzzles (log scale), y = power; one colour per number
-    of participants; solid = Bradley-Terry, dashed = mean rating. The study's design is ringed.
+    of participants of the grid; solid = Bradley-Terry, dashed = mean rating. The study's own
+    design (``design == "study"`` rows, Bradley-Terry) is ringed and named with its numbers of
+    puzzles and participants; the x label names the puzzles each participant rates
+    (``per_session``).
     """
     need = {"n_puzzles", "n_participants", "rho_true", "method", "power"}
     missing = need - set(table.columns)
     if missing:
         raise ValueError(f"power table lacks columns {sorted(missing)}")
+    design = table["design"] if "design" in table else pd.Series("grid", index=table.index)
+    study_rows = table[(design == "study") & (table["method"] == "bt")]
+    table = table[design != "study"]
+    per = sorted(table["per_session"].unique()) if "per_session" in table else []
     rhos = sorted(table["rho_true"].unique())
     sizes = sorted(table["n_participants"].unique())
     with style():
@@ -41,25 +47,27 @@ def power_figure(table: pd.DataFrame, alpha: float | None = None) -> Figure:
                         color=PALETTE[k % len(PALETTE)],
                         label=f"{n} participants" if method == "bt" else None,
                     )
-            study = sub[
-                (sub["n_puzzles"] == STUDY_DESIGN[0]) & (sub["n_participants"] == STUDY_DESIGN[1])
-            ]
+            study = study_rows[study_rows["rho_true"] == rho]
             if not study.empty:
+                n_pz, n_pt = int(study["n_puzzles"].iloc[0]), int(study["n_participants"].iloc[0])
                 ax.scatter(
                     study["n_puzzles"], study["power"], s=60, facecolors="none", edgecolors="k",
-                    zorder=5, label="study design" if rho == rhos[0] else None,
+                    zorder=5,
+                    label=f"this study ({n_pz} puzzles, {n_pt} participants)"
+                    if rho == rhos[0] else None,
                 )  # fmt: skip
             if alpha is not None:
                 ax.axhline(alpha, color=GREY, lw=0.6, ls=":")
             ax.axhline(0.8, color=GREY, lw=0.6)
             ax.set_xscale("log")
-            xs = sorted(table["n_puzzles"].unique())
+            xs = sorted(set(table["n_puzzles"]) | set(study_rows["n_puzzles"]))
             ax.set_xticks(xs)
             ax.set_xticklabels([str(x) for x in xs])
             ax.minorticks_off()
             ax.set_ylim(0, 1.02)
             ax.set_title(f"true Spearman rho = {rho:g}")
-            ax.set_xlabel("puzzles (each participant rates 3)")
+            rates = " or ".join(str(int(k)) for k in per)
+            ax.set_xlabel(f"puzzles (each participant rates {rates})" if per else "puzzles")
         axes[0].set_ylabel("power")
         axes[0].legend(loc="upper left")
         from matplotlib.lines import Line2D
@@ -68,5 +76,9 @@ def power_figure(table: pd.DataFrame, alpha: float | None = None) -> Figure:
             Line2D([], [], color="k", ls="-", label="Bradley-Terry ranking"),
             Line2D([], [], color="k", ls="--", label="mean final rating"),
         ]
-        axes[-1].legend(handles=style_keys, loc="lower right")
+        if len(axes) > 1:
+            axes[-1].legend(handles=style_keys, loc="lower right")
+        else:  # one panel: one legend with both keys (a second would replace the first)
+            handles, _ = axes[0].get_legend_handles_labels()
+            axes[0].legend(handles=handles + style_keys, loc="upper left")
     return fig

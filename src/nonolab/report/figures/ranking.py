@@ -62,9 +62,7 @@ def plot_rank_vs_metrics(points: pd.DataFrame, table1: pd.DataFrame) -> Figure:
                 row = table1[(table1["alignment"] == a) & (table1["metric"] == m)]
                 if len(row):
                     r = row.iloc[0]
-                    ax.set_title(
-                        f"{m}\nrho={r['bt_rho']:.3f}, perm p={r['perm_p']:.3f}", fontsize=7
-                    )
+                    ax.set_title(f"{m}\nrho={r['bt_rho']:.3f}, p={r['bt_p']:.3f}", fontsize=7)
                 if j == 0:
                     ax.set_ylabel(f"{a}\nBT rank (1=rated hardest)")
                 if i == len(aligns) - 1:

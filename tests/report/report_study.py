@@ -1,0 +1,123 @@
+"""Helpers of the report tests: hostile strings, a study whose folder path and preset name
+carry them, and a results folder made from it (library calls, as the workflow's ingest rule)."""
+
+from __future__ import annotations
+
+import shutil
+from html.parser import HTMLParser
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+EXAMPLE = REPO / "data" / "example-study"
+#: the string of issue 25: closes a script block and opens another
+HOSTILE = "</script><script>alert(1)</script>"
+#: the same in a form Snakemake (9.x) accepts in a path: it reads ``<name>`` with a lower-case
+#: name as a path variable and stops; HTML tag names are case-insensitive, so this is as hostile
+HOSTILE_WORKFLOW = "</script><SCRIPT>alert(1)</script>"
+#: a second one for attributes and event handlers
+HOSTILE_IMG = '"><img src=x onerror=alert(5)>'
+
+
+def hostile_study(base: Path, name: str = HOSTILE, folder: str | None = None) -> tuple[Path, Path]:
+    """Copy the example study under ``base`` to a folder whose path contains ``folder``
+    (default ``name``; the slashes in it make nested folders) and write a preset
+    (``extends: default``) whose name is ``name``; return ``(study folder, preset file)``."""
+    folder = name if folder is None else folder
+    study = base / ("s" + folder + "'&x" + HOSTILE_IMG.replace("/", "_"))
+    shutil.copytree(EXAMPLE, study)
+    preset = base / "hostile-preset.yaml"
+    # a YAML double-quoted string: escape backslashes and quotes
+    quoted = (
+        '"' + name.replace("\\", "\\\\").replace('"', '\\"') + HOSTILE_IMG.replace('"', '\\"') + '"'
+    )
+    preset.write_text(f"extends: default\nname: {quoted}\n", encoding="utf-8")
+    return study, preset
+
+
+def ingest_results(study: Path, preset_file: Path, results: Path) -> Path:
+    """Write ``results/ingest/`` (tables, summary.json, study.json) for ``study`` as the
+    workflow's ingest rule does; return the results folder."""
+    from nonolab.core.tables import write_json
+    from nonolab.study.identity import study_identity
+    from nonolab.study.ingest import ingest_study, write_ingest
+    from nonolab.study.presets import load_preset
+
+    preset = load_preset(preset_file)
+    result = ingest_study(study, preset)
+    write_ingest(result, results / "ingest", params={"preset": preset.name})
+    summary = result.summary
+    counts = {
+        "participants": summary["participants"],
+        "attempts": summary["attempts"],
+        "puzzles": len(summary["attempts_per_puzzle"]),
+        "published": bool(preset.data.get("published")),
+    }
+    write_json(study_identity(study, preset) | counts, results / "ingest" / "study.json")
+    return results
+
+
+class Page(HTMLParser):
+    """Parsed page: every start tag with its attributes, the text of every script block, and
+    every text node outside scripts (entities decoded)."""
+
+    def __init__(self, page: str) -> None:
+        super().__init__(convert_charrefs=True)
+        self.tags: list[tuple[str, dict[str, str | None]]] = []
+        self.scripts: list[tuple[dict[str, str | None], str]] = []
+        self.texts: list[str] = []
+        self._in_script: dict[str, str | None] | None = None
+        self._script_text: list[str] = []
+        self.feed(page)
+        self.close()
+
+    def handle_starttag(self, tag, attrs):
+        self.tags.append((tag, dict(attrs)))
+        if tag == "script":
+            self._in_script = dict(attrs)
+            self._script_text = []
+
+    def handle_endtag(self, tag):
+        if tag == "script" and self._in_script is not None:
+            self.scripts.append((self._in_script, "".join(self._script_text)))
+            self._in_script = None
+
+    def handle_data(self, data):
+        if self._in_script is not None:
+            self._script_text.append(data)
+        else:
+            self.texts.append(data)
+
+
+#: the script blocks the report writes, by (type, id)
+REPORT_SCRIPTS = {
+    ("application/json", "report-metadata"),
+    ("application/json", "report-settings"),
+    ("text/plain", "datatables-bundle"),
+    ("module", None),
+}
+
+
+def check_page(page: str, hostile: list[str]) -> Page:
+    """Assert that ``page`` holds no unescaped copy of any string in ``hostile``: no raw copy in
+    the source, only the report's own script blocks (the data ones free of ``< > &`` and
+    U+2028/2029, the code one the report's static code),
+    no event-handler attribute, no ``img`` outside the figures' data URIs; return the parsed
+    page."""
+    for s in hostile:
+        if "<" in s:  # quotes, & and > alone are also ordinary text in a page
+            assert s not in page, f"raw copy of {s!r} in the page"
+    parsed = Page(page)
+    kinds = {(a.get("type"), a.get("id")) for a, _ in parsed.scripts}
+    assert kinds <= REPORT_SCRIPTS and len(parsed.scripts) == len(REPORT_SCRIPTS), kinds
+    from nonolab.report.html import INIT_JS
+
+    for attrs, body in parsed.scripts:
+        if attrs.get("type") == "module":
+            assert body == INIT_JS  # static code: nothing from the study in it
+        else:  # data: no character that could end or change the script, so no hostile string
+            assert not set(body) & set("<>&\u2028\u2029"), attrs
+    for tag, attrs in parsed.tags:
+        assert not any(k.startswith("on") for k in attrs), (tag, attrs)
+        if tag == "img":
+            assert (attrs.get("src") or "").startswith("data:image/png;base64,"), attrs
+    return parsed
