@@ -18,6 +18,8 @@ EXPECTED = {
     "generate",
     "encode",
     "simulate",
+    "design",
+    "serve",
 }
 
 
