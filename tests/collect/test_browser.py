@@ -21,8 +21,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import PLAN, Server, _truthy
-from serve_helpers import Scripted, join, post_answers, rating
+from serve_helpers import PLAN, Scripted, Server, _truthy, join, post_answers, rating
 
 from nonolab.study.board import Board
 
