@@ -21,6 +21,8 @@ EXPECTED = {
     "generate",
     "encode",
     "simulate",
+    "design",
+    "serve",
 }
 
 
