@@ -21,8 +21,6 @@ EXPECTED = {
     "generate",
     "encode",
     "simulate",
-    "design",
-    "serve",
 }
 
 
