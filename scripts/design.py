@@ -38,6 +38,8 @@ if cfg.get("compare_with_study", True) and schedule:
         snakemake.params.study,
         puzzle_file=snakemake.params.puzzle_file,
         schedule_file=str(Path(schedule).relative_to(snakemake.params.study)),
+        served=int(cfg.get("reference_served", 48)),
+        participants=int(cfg.get("reference_participants", 67)),
     )
 out = Path(snakemake.output.plan).parent
 summary = run_design(

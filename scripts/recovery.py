@@ -20,6 +20,7 @@ with tempfile.TemporaryDirectory() as tmp:
         n_participants=int(cfg["n_participants"]),
         n_puzzles=int(cfg["n_puzzles"]),
         pipeline_studies=int(cfg["pipeline_studies"]),
+        pipeline_puzzles=int(cfg.get("pipeline_puzzles") or 6),
         log=log.info,
         jobs=snakemake.threads,
     )

@@ -2,32 +2,27 @@
 
 from __future__ import annotations
 
-import pytest
-
 from nonolab.cli import main
 from nonolab.design.plan import load_plan
 from nonolab.sat.puzzles import load_study_puzzles
 from nonolab.study.presets import load_preset
-from tests.conftest import STUDY_DIR
 
 
-def _run(out) -> int:
+def _run(study, out) -> int:
     return main(
         [
             "design",
-            "--pool", str(STUDY_DIR / "nonograms10x10.txt"),
-            "--pool-metrics", str(STUDY_DIR / "nonogram_solver_stats.csv"),
+            "--pool", str(study / "nonograms10x10.txt"),
+            "--pool-metrics", str(study / "nonogram_solver_stats.csv"),
             "--puzzles", "12", "--participants", "12,24", "--k-curve", "6,12",
             "--replications", "60", "--lmm-replications", "20", "--random-selections", "50",
-            "--reference-study", str(STUDY_DIR), "--no-figures", "--out", str(out),
+            "--reference-study", str(study), "--no-figures", "--out", str(out),
         ]
     )  # fmt: skip
 
 
-def test_design_writes_a_plan_and_is_deterministic(tmp_path) -> None:
-    if not (STUDY_DIR / "nonograms10x10.txt").exists():
-        pytest.skip("public study not available")
-    assert _run(tmp_path / "a") == 0
+def test_design_writes_a_plan_and_is_deterministic(study_dir, tmp_path) -> None:
+    assert _run(study_dir, tmp_path / "a") == 0
     a = tmp_path / "a"
     plan = load_plan(a / "plan.yaml")
     assert len(plan.puzzles) == 12 and plan.puzzles_per_session == 3
@@ -44,7 +39,7 @@ def test_design_writes_a_plan_and_is_deterministic(tmp_path) -> None:
     puzzles = load_study_puzzles(a / "study" / "nonograms_6.json")
     assert [p.hash for p in puzzles] == [p.puzzle_hash for p in plan.puzzles]
     assert load_preset(a / "study" / "preset.yaml").puzzles_per_session == 3
-    assert _run(tmp_path / "b") == 0
+    assert _run(study_dir, tmp_path / "b") == 0
     for name in ("design_power.csv", "design_power_curve.csv", "design_criterion.csv",
                  "design_balance.csv", "design_selection.csv"):  # fmt: skip
         assert (a / "tables" / name).read_bytes() == (tmp_path / "b" / "tables" / name).read_bytes()

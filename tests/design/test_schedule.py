@@ -16,7 +16,6 @@ from nonolab.design.schedule import (
     schedule_balance,
     williams_base,
 )
-from tests.conftest import STUDY_DIR
 
 
 @settings(max_examples=40, deadline=None)
@@ -86,10 +85,8 @@ def test_balance_counts_by_hand() -> None:
     assert row["distinct_sequences"] == 3
 
 
-def test_paper_schedule_is_unbalanced_where_ours_is_not() -> None:
-    path = STUDY_DIR / "assignment_schedule_6puzzles_3perms.json"
-    if not path.exists():
-        pytest.skip("public study not available")
+def test_paper_schedule_is_unbalanced_where_ours_is_not(study_dir) -> None:
+    path = study_dir / "assignment_schedule_6puzzles_3perms.json"
     paper = read_schedule_file(str(path))
     assert paper.shape == (120, 3)
     p = schedule_balance(paper, 6, n=48)

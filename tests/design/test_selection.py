@@ -21,7 +21,6 @@ from nonolab.design.selection import (
     select_puzzles,
 )
 from nonolab.sat.puzzles import Puzzle
-from tests.conftest import STUDY_DIR
 
 
 def _pool(values: dict[str, list[float]]) -> pd.DataFrame:
@@ -95,11 +94,9 @@ def test_packed_pool_roundtrip(tmp_path) -> None:
     assert [p.hash for p in read_packed_pool(path)] == [p.hash for p in puzzles]
 
 
-def test_public_pool_and_constraints() -> None:
-    txt = STUDY_DIR / "nonograms10x10.txt"
-    if not txt.exists():
-        pytest.skip("public study not available")
-    pool = load_pool(txt, STUDY_DIR / "nonogram_solver_stats.csv")
+def test_public_pool_and_constraints(study_dir) -> None:
+    txt = study_dir / "nonograms10x10.txt"
+    pool = load_pool(txt, study_dir / "nonogram_solver_stats.csv")
     assert len(pool) == 1000 and pool["puzzle_hash"].is_unique
     sub = pool.iloc[:60].reset_index(drop=True)
     el = eligible(sub, Constraints(drop_top=0.1, fill=(0.0, 0.55)))

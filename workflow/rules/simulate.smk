@@ -129,6 +129,7 @@ rule recovery:
         mem_mb=4000,
         runtime=240,
     params:
+        # the pipeline studies have the study's number of puzzles unless the config names one
         settings=simulate_settings("recovery"),
     script:
         "../../scripts/recovery.py"

@@ -21,11 +21,14 @@ from nonolab.design.plan import Plan
 
 #: the ingest's own exclusion rules (docs/data-format.md), whatever the preset
 INGEST_RULES = (
-    "A session without its pre-survey, or without the survey after an attempt, is left out of "
-    "every analysis (a row of the ingest ledger says why).",
-    "An attempt without a final rating (skipped, or the rating left out) is left out of the "
-    "rating analyses (Bradley-Terry, rating and moderation models); it stays in the behaviour "
-    "analyses.",
+    "A participant without a session start or a required survey (the pre-survey and one "
+    "survey after each attempt) is left out of every analysis (a row of the ingest ledger says "
+    "why).",
+    "A line of a log that is not valid, or a repeat of an earlier line, is not used (ledgered); "
+    "the rest of the log is read.",
+    "An attempt without a final rating (no post-survey, a skipped puzzle, the rating left out) "
+    "is left out of the rating analyses (Bradley-Terry, rating and moderation models); it stays "
+    "in the behaviour analyses.",
     "A log file listed by the preset as excluded, or matched by one of its exclude globs, is not "
     "read (ledgered with the preset's reason).",
     "Two files that give the same participant id stop the analysis until one is excluded.",

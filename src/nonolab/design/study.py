@@ -230,8 +230,16 @@ def run_design(
     metrics = list(s.selection_metrics)
     if s.primary_metric not in metrics:
         metrics = [s.primary_metric, *metrics]
+    if s.n_puzzles <= len(metrics):  # too few puzzles to separate every metric
+        metrics = [s.primary_metric]
     ks = sorted(set(s.k_curve) | {s.n_puzzles})
-    chosen = {k: select_puzzles(el, k, metrics, seed=seeds["selection"]) for k in ks}
+    # a K too small to separate every metric is chosen for the primary metric alone
+    chosen = {
+        k: select_puzzles(
+            el, k, metrics if k > len(metrics) else [s.primary_metric], seed=seeds["selection"]
+        )
+        for k in ks
+    }
     sel = el.iloc[chosen[s.n_puzzles]].reset_index(drop=True)
     X = design_matrix(el, metrics)
     d_opt = float(

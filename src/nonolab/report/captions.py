@@ -171,9 +171,9 @@ def _default_config() -> dict[str, Any]:
 def caption_config(results_dir: str | os.PathLike, config: dict | None = None) -> dict[str, Any]:
     """Return a copy of ``config`` (default: the shipped ``config/config.yaml``) with the study's
     facts as ``results_study`` (:func:`study_facts`), ``published_alignment`` set from them
-    unless the config sets it, and a null ``simulate.power.per_session`` resolved to the
-    study's puzzles per session (as the workflow does): the ``snakemake.config`` the captions
-    are rendered with."""
+    unless the config sets it, a null ``simulate.power.per_session`` resolved to the study's
+    puzzles per session and a null ``simulate.recovery.pipeline_puzzles`` to its puzzles (as
+    the workflow does): the ``snakemake.config`` the captions are rendered with."""
     cfg = copy.deepcopy(config) if config is not None else _default_config()
     facts = study_facts(results_dir)
     cfg["results_study"] = {**(cfg.get("results_study") or {}), **facts}
@@ -182,6 +182,10 @@ def caption_config(results_dir: str | os.PathLike, config: dict | None = None) -
     power = cfg.setdefault("simulate", {}).setdefault("power", {})
     if power.get("per_session") is None and facts["puzzles_per_session"]:
         power["per_session"] = max(2, max(facts["puzzles_per_session"]))
+    # the recovery's pipeline studies: the study's number of puzzles (as the workflow does)
+    recovery = cfg["simulate"].setdefault("recovery", {})
+    if recovery.get("pipeline_puzzles") is None and facts["puzzles"]:
+        recovery["pipeline_puzzles"] = max(3, int(facts["puzzles"]))
     return cfg
 
 

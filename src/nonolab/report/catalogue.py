@@ -48,6 +48,7 @@ SECTIONS: dict[str, str] = {
     "themes": "Themes",
     "pool": "Puzzle pool",
     "simulation": "Simulation: power and recovery",
+    "design": "Designing the next study",
     "errata": "Errata",
 }
 
@@ -238,6 +239,12 @@ ENTRIES: tuple[Entry, ...] = (
         "Themes and behaviour: convergent validity",
         "themes",
     ),
+    E(
+        "tables/themes_behaviour.csv",
+        "themes_behaviour",
+        "Every theme against every behaviour, within participants",
+        "themes",
+    ),
     E("tables/codebook_examples.csv", "codebook_examples", "Codebook examples", "themes"),
     E("figures/theme_prevalence.png", "fig_theme_prevalence", "Theme prevalence", "themes"),
     E(
@@ -262,6 +269,26 @@ ENTRIES: tuple[Entry, ...] = (
     E("tables/power.csv", "power_table", "Power of the design", "simulation"),
     E("figures/power.png", "power_figure", "Power of the design", "simulation"),
     E("tables/recovery.csv", "recovery", "Parameter recovery on simulated studies", "simulation"),
+    E("design/tables/design_power.csv", "design_power", "Power of the planned study", "design"),
+    E(
+        "design/figures/design_power_curve.png",
+        "design_power_curve",
+        "Power over participants and over puzzles",
+        "design",
+    ),
+    E(
+        "design/tables/design_criterion.csv",
+        "design_criterion",
+        "Information of the puzzle selection (D-criterion)",
+        "design",
+    ),
+    E("design/tables/design_balance.csv", "design_balance", "Schedule balance", "design"),
+    E(
+        "design/figures/design_balance.png",
+        "design_balance_figure",
+        "Schedule balance beside the study's",
+        "design",
+    ),
     E("tables/errata.csv", "errata", "Errata: every published number that changes", "errata"),
 )
 del E

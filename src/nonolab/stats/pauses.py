@@ -566,6 +566,8 @@ DEGENERATE_SD_LOG = 0.01
 #: more one repeated value sits on a spike (e.g. rounded timestamps); in the public study the
 #: largest such share is 0.4%.
 DEGENERATE_SPIKE_SHARE = 0.5
+#: ... and that repeated value occurs at least this many times (two equal gaps are no spike).
+DEGENERATE_MIN_REPEATS = 5
 #: The fallback refits without the spike values at most this many times.
 FALLBACK_ROUNDS = 3
 
@@ -576,7 +578,7 @@ def degenerate_components(
     """Return the components of ``model`` (a :class:`PauseModel` or its record) that collapsed
     onto a spike of ``gaps_s`` (seconds, the gaps it was fitted to): SD below
     :data:`DEGENERATE_SD_LOG`, or at least :data:`DEGENERATE_SPIKE_SHARE` of the gaps it
-    explains best are one repeated value. One dict per such component: ``component``
+    explains best are one value repeated at least :data:`DEGENERATE_MIN_REPEATS` times. One dict per such component: ``component``
     (1-based, ascending means), ``mean_s``, ``sd_log``, ``weight``, ``n_gaps`` (gaps it
     explains best), ``spike_s`` (its most repeated gap, seconds), ``spike_share`` and
     ``reasons`` (``"sd_below_floor"``, ``"repeated_value"``). Empty when none collapsed."""
@@ -591,14 +593,15 @@ def degenerate_components(
     out = []
     for k in range(len(mu)):
         mine = g[best == k]
-        spike_s, share = float("nan"), 0.0
+        spike_s, share, repeats = float("nan"), 0.0, 0
         if len(mine):
             values, counts = np.unique(mine, return_counts=True)
-            spike_s, share = float(values[counts.argmax()]), float(counts.max() / len(mine))
+            spike_s, repeats = float(values[counts.argmax()]), int(counts.max())
+            share = repeats / len(mine)
         reasons = []
         if sd[k] < DEGENERATE_SD_LOG:
             reasons.append("sd_below_floor")
-        if len(mine) > 1 and share >= DEGENERATE_SPIKE_SHARE:
+        if repeats >= DEGENERATE_MIN_REPEATS and share >= DEGENERATE_SPIKE_SHARE:
             reasons.append("repeated_value")
         if reasons:
             out.append(

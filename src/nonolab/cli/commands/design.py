@@ -109,46 +109,127 @@ def register(sub: argparse._SubParsersAction) -> None:
         "preregistration.md, tables and figures into --out. Deterministic for a seed. See "
         "docs/designing-a-study.md.",
     )
-    p.add_argument("--pool", required=True, help="pool folder (results/pool) or puzzle file")
-    p.add_argument("--pool-metrics", help="SAT metrics of a puzzle-file pool (CSV)")
-    p.add_argument("--puzzles", type=positive_int, default=24, help="K (default 24)")
-    p.add_argument("--per-session", type=positive_int, default=3, help="M (default 3)")
     p.add_argument(
-        "--participants", type=_ints, default=(30, 60, 90, 120, 150),
-        help="participant counts of the power curve (default 30,60,90,120,150)",
-    )  # fmt: skip
-    p.add_argument(
-        "--k-curve", type=_ints, default=(6, 12, 18, 24, 30),
-        help="puzzle counts of the power curve over K (default 6,12,18,24,30)",
-    )  # fmt: skip
-    p.add_argument("--target-power", type=float, default=0.8)
-    p.add_argument("--rho", type=float, default=0.6, help="Spearman rho of the primary test")
-    p.add_argument("--alpha", type=float, default=0.05)
-    p.add_argument("--missing", type=float, default=0.1, help="missing-rating rate")
-    p.add_argument("--metric", default="conflicts", help="primary metric (default conflicts)")
-    p.add_argument("--size", type=grid_size, default=None, help="required size HxW")
-    p.add_argument("--line-solvable", choices=("yes", "no", "any"), default="any")
-    p.add_argument("--fill", type=_pair, default=(0.0, 1.0), help="fill range LOW,HIGH")
-    p.add_argument("--drop-top", type=float, default=0.05, help="top share dropped by metric")
-    p.add_argument("--allow-multiple", action="store_true", help="allow non-unique puzzles")
-    p.add_argument("--replications", type=positive_int, default=1000)
-    p.add_argument("--lmm-replications", type=positive_int, default=500)
-    p.add_argument(
-        "--maximal-replications", type=int, default=0,
-        help="simulations of the moderation model with correlated random slopes by "
-        "participant (0: not run; one refit per simulation)",
-    )  # fmt: skip
-    p.add_argument(
-        "--maximal-df", choices=("satterthwaite", "kenward_roger"), default="satterthwaite"
+        "--pool",
+        required=True,
+        help="pool folder (results/pool of the workflow) or a puzzle file with --pool-metrics",
     )
-    p.add_argument("--random-selections", type=positive_int, default=1000)
-    p.add_argument("--effects", help="YAML with rating:/behaviour: effect-size overrides")
-    p.add_argument("--reference-study", help="study folder of the design to compare with")
-    p.add_argument("--reference-preset", help="preset whose exclusion reasons to list")
-    p.add_argument("--reference-served", type=positive_int, default=48)
-    p.add_argument("--reference-participants", type=positive_int, default=67)
-    p.add_argument("--seed", type=int, default=20261205)
-    p.add_argument("--name", default="next-study")
-    p.add_argument("--no-figures", action="store_true")
+    p.add_argument("--pool-metrics", help="SAT metrics of a puzzle-file pool (CSV)")
+    p.add_argument(
+        "--puzzles", type=positive_int, default=24, help="K, puzzles (default: %(default)s)"
+    )
+    p.add_argument(
+        "--per-session",
+        type=positive_int,
+        default=3,
+        help="M, puzzles each session serves (default: %(default)s)",
+    )
+    p.add_argument(
+        "--participants",
+        type=_ints,
+        default=(30, 60, 90, 120, 150),
+        help="participant counts of the power curve (default: 30,60,90,120,150)",
+    )
+    p.add_argument(
+        "--k-curve",
+        type=_ints,
+        default=(6, 12, 18, 24, 30),
+        help="puzzle counts of the power curve over K (default: 6,12,18,24,30)",
+    )
+    p.add_argument(
+        "--target-power",
+        type=float,
+        default=0.8,
+        help="power the smallest design must reach (default: %(default)s)",
+    )
+    p.add_argument(
+        "--rho",
+        type=float,
+        default=0.6,
+        help="population Spearman rho of the primary test (default: %(default)s)",
+    )
+    p.add_argument("--alpha", type=float, default=0.05, help="test level (default: %(default)s)")
+    p.add_argument(
+        "--missing", type=float, default=0.1, help="missing-rating rate (default: %(default)s)"
+    )
+    p.add_argument("--metric", default="conflicts", help="primary metric (default: %(default)s)")
+    p.add_argument("--size", type=grid_size, default=None, help="required puzzle size HxW")
+    p.add_argument(
+        "--line-solvable",
+        choices=("yes", "no", "any"),
+        default="any",
+        help="require (yes) or exclude (no) puzzles line propagation solves (default: any)",
+    )
+    p.add_argument(
+        "--fill",
+        type=_pair,
+        default=(0.0, 1.0),
+        help="range LOW,HIGH of the share of filled cells (default: 0,1)",
+    )
+    p.add_argument(
+        "--drop-top",
+        type=float,
+        default=0.05,
+        help="share of the pool with the most conflicts left out (default: %(default)s)",
+    )
+    p.add_argument(
+        "--allow-multiple",
+        action="store_true",
+        help="allow puzzles with more than one solution",
+    )
+    p.add_argument(
+        "--replications",
+        type=positive_int,
+        default=1000,
+        help="simulations per power of the Spearman test (default: %(default)s)",
+    )
+    p.add_argument(
+        "--lmm-replications",
+        type=positive_int,
+        default=500,
+        help="simulations per power of each mixed model (default: %(default)s)",
+    )
+    p.add_argument(
+        "--maximal-replications",
+        type=int,
+        default=0,
+        help="simulations of the moderation model with correlated random slopes by "
+        "participant, one refit each (default: %(default)s, not run)",
+    )
+    p.add_argument(
+        "--maximal-df",
+        choices=("satterthwaite", "kenward_roger"),
+        default="satterthwaite",
+        help="df of the maximal model's test (default: %(default)s)",
+    )
+    p.add_argument(
+        "--random-selections",
+        type=positive_int,
+        default=1000,
+        help="random selections the D-criterion is compared with (default: %(default)s)",
+    )
+    p.add_argument("--effects", help="YAML with rating: and behaviour: effect-size overrides")
+    p.add_argument(
+        "--reference-study",
+        help="study folder whose design is compared (puzzle file and schedule file)",
+    )
+    p.add_argument(
+        "--reference-preset", help="preset whose exclusion reasons the pre-registration lists"
+    )
+    p.add_argument(
+        "--reference-served",
+        type=positive_int,
+        default=48,
+        help="schedule sequences the reference study served (default: %(default)s)",
+    )
+    p.add_argument(
+        "--reference-participants",
+        type=positive_int,
+        default=67,
+        help="participants of the reference study (default: %(default)s)",
+    )
+    p.add_argument("--seed", type=int, default=20261205, help="master seed (default: %(default)s)")
+    p.add_argument("--name", default="next-study", help="the plan's name (default: %(default)s)")
+    p.add_argument("--no-figures", action="store_true", help="write no figures")
     p.add_argument("--out", required=True, help="output folder")
     p.set_defaults(func=_run)
