@@ -1,9 +1,33 @@
-"""Helpers of the study platform's tests: a scripted participant over the HTTP API."""
+"""Helpers of the study platform's tests: a scripted participant over the HTTP API, and
+``nonolab serve`` in a child process (:class:`Server`)."""
 
 from __future__ import annotations
 
+import os
+import signal
+import socket
+import subprocess
+import sys
 import time
+from pathlib import Path
 from typing import Any
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _truthy(name: str) -> bool:
+    return os.environ.get(name, "").lower() in ("1", "true", "yes")
+
+
+PLAN = REPO / "examples" / "plan.yaml"
+
+
+def free_port() -> int:
+    """Return a TCP port on 127.0.0.1 that is free now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
 
 PRE = {
     "played_before": "few",
@@ -82,3 +106,54 @@ def join(client: Any) -> str:
     r = client.post("/api/join", json={})
     assert r.status_code == 200, r.text
     return r.json()["url"].rsplit("/", 1)[1]
+
+
+class Server:
+    """``nonolab serve`` in a child process on a free port (start, kill -9, start again)."""
+
+    def __init__(
+        self, plan: Path, database: str, export_dir: Path, token: str = "researcher-token"
+    ):
+        self.plan, self.database, self.export_dir, self.token = plan, database, export_dir, token
+        self.port = free_port()
+        self.proc: subprocess.Popen | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self) -> None:
+        env = {**os.environ, "NONOLAB_ADMIN_TOKEN": self.token,
+               "PYTHONPATH": str(REPO / "src")}  # fmt: skip
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "nonolab", "serve", str(self.plan), "--database",
+             self.database, "--port", str(self.port), "--export-dir", str(self.export_dir)],
+            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        )  # fmt: skip
+        import httpx
+
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"server exited: {self.proc.stderr.read().decode()[-2000:]}")
+            try:
+                if httpx.get(self.url + "/", timeout=1).status_code == 200:
+                    return
+            except httpx.HTTPError:
+                time.sleep(0.1)
+        raise RuntimeError("server did not start within 30 s")
+
+    def kill(self) -> None:
+        """Kill the server at once (SIGKILL: no shutdown, as a crash)."""
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGKILL)
+            self.proc.wait(10)
+
+    def stop(self) -> None:
+        if self.proc and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(10)

@@ -21,8 +21,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import PLAN, Server, _truthy
-from serve_helpers import Scripted, join, post_answers, rating
+from serve_helpers import PLAN, Scripted, Server, _truthy, join, post_answers, rating
 
 from nonolab.study.board import Board
 
@@ -196,8 +195,12 @@ class Participant:
             self.click(int(r), int(c))
 
     def wait_saved(self) -> None:
+        """Wait until the page holds no unacknowledged event."""
         self.page.wait_for_function(
-            "() => document.querySelector('#save-status').dataset.state === 'saved'", timeout=30000
+            "() => document.querySelector('#save-status').dataset.state === 'saved' && "
+            "Object.keys(localStorage).filter(k => k.endsWith(':pending'))"
+            ".every(k => localStorage.getItem(k) === '[]')",
+            timeout=30000,
         )
 
     # -- surveys -----------------------------------------------------------------------------
@@ -460,15 +463,58 @@ def test_touch_taps_on_a_phone_sized_screen(browser, server, plan):
         Scripted(client, tok).setup()
     page.goto(f"{server.url}/s/{tok}")
     page.wait_for_selector(".grid .cell")
-    page.tap('.grid .cell[data-r="2"][data-c="3"]')
-    page.tap('.grid .cell[data-r="0"][data-c="0"]')
-    page.tap('.grid .cell[data-r="0"][data-c="0"]')  # a second tap clears
+    for r, c in ((2, 3), (0, 0), (0, 0)):  # a second tap clears
+        page.tap(f'.grid .cell[data-r="{r}"][data-c="{c}"]')
+    # every event acknowledged: nothing left in the page's storage
     page.wait_for_function(
-        "() => document.querySelector('#save-status').dataset.state === 'saved'", timeout=30000
+        "(k) => (localStorage.getItem(k) || '[]') === '[]'",
+        arg=f"nonolab:{tok}:pending",
+        timeout=30000,
     )
     board = server_board(server, tok)
     assert board[2 * 5 + 3] == 1 and board[0] == 0
     box = page.locator(".grid").bounding_box()
     assert box["x"] >= 0 and box["x"] + box["width"] <= 390
     shot(page, "phone")
+    # the tab is closed with a move not yet sent, then the link is opened again
+    page.tap('.grid .cell[data-r="4"][data-c="4"]')
+    page.close()
+    page = ctx.new_page()
+    page.goto(f"{server.url}/s/{tok}")
+    page.wait_for_selector(".grid .cell")
+    page.wait_for_function(
+        "(k) => (localStorage.getItem(k) || '[]') === '[]'",
+        arg=f"nonolab:{tok}:pending",
+        timeout=30000,
+    )
+    board = server_board(server, tok)
+    assert board[2 * 5 + 3] == 1 and board[0] == 0 and board[4 * 5 + 4] == 1
+    assert page.eval_on_selector_all(".grid .cell.filled", "els => els.length") == 2
     ctx.close()
+
+
+def test_the_warmup_ends_at_its_time_limit(browser, plan, tmp_path):
+    """With `warmup.time_limit_s`, the warm-up moves on by itself (and a reload does not restart
+    its clock)."""
+    import yaml
+
+    raw = {**plan.raw, "platform": {"warmup": {"time_limit_s": 4}, "tutorial": False}}
+    f = tmp_path / "plan.yaml"
+    f.write_text(yaml.safe_dump(raw))
+    srv = Server(f, str(tmp_path / "s.sqlite"), tmp_path / "export")
+    srv.start()
+    try:
+        page = browser.new_page()
+        page.goto(srv.url + "/")
+        page.click("#start")
+        page.check("#agree")
+        page.click("#consent-continue")  # no tutorial: straight to the warm-up
+        page.wait_for_selector("#warmup-continue")
+        t0 = time.monotonic()
+        page.wait_for_timeout(1500)
+        page.reload()
+        page.wait_for_selector("#survey-submit", timeout=20000)
+        assert 3.5 <= time.monotonic() - t0 <= 10
+        page.close()
+    finally:
+        srv.stop()

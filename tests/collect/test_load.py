@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import importlib.util
 
-from conftest import REPO
+from serve_helpers import REPO
 
 
 def test_concurrent_participants_lose_and_duplicate_nothing():

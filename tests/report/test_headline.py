@@ -142,7 +142,7 @@ def test_errata_summary_sentences_follow_the_table(tmp_path):
         assert f"{cat}: {k}" in text
     for cause, k in summary["cause_evidence"].items():
         assert f"{cause}: {k}" in text
-    assert f"{summary['conclusions_changed']} conclusions change" in text
+    assert f"{summary['conclusions_changed']} numbers change a conclusion" in text
     first = t[t["change_category"].isin(["significance", "direction"])].iloc[0]
     assert f"{first['quantity']}: {first['change_category']} changes" in text
 

@@ -287,3 +287,16 @@ def test_cli_report_without_results_is_a_clear_error(tmp_path):
         timeout=600,
     )
     assert res.returncode == 2 and "holds no results" in res.stderr
+
+
+def test_a_long_table_shows_its_first_rows_and_says_so(tmp_path, monkeypatch):
+    import nonolab.report.html as rh
+
+    monkeypatch.setattr(rh, "MAX_ROWS", 7)
+    root = _minimal_results(tmp_path, "/studies/x", "p", "c")
+    pd.DataFrame({"id": [f"r{i}" for i in range(30)]}).to_csv(
+        root / "ingest" / "ledger.csv", index=False
+    )
+    page = render_report(root)
+    assert "The first 7 of 30 rows" in page
+    assert "r6" in page and "r7<" not in page

@@ -494,3 +494,30 @@ def test_change_category_invariants(pa, pb, ea, eb, alpha):
             row["significant_published_adjusted"] is None
             or row["significant_corrected_adjusted"] is None
         )
+
+
+@pytest.mark.parametrize("ours_ids", [["0", "1"], [0, 1], [0.0, 1.0]])
+def test_representativeness_rows_match_ids_written_as_text_or_numbers(ours_ids):
+    """The workflow reads id columns back as text; the published file has numbers: the rows
+    must still pair up (a mismatch would drop every row silently)."""
+    pub = pd.DataFrame(
+        {
+            "experiment_id": [0, 1],
+            "pool_puzzle_id": [2, 21],
+            "decisions_value": [4.0, 2.0],
+            "propagations_value": [313.0, 307.0],
+            "conflicts_value": [0.0, 0.0],
+        }
+    )
+    ours = pd.concat(
+        [
+            pub.assign(alignment="published", experiment_id=ours_ids),
+            pub.assign(alignment="corrected", experiment_id=ours_ids, decisions_value=[4, 13]),
+        ]
+    )
+    ours["pool_puzzle_id"] = ours["pool_puzzle_id"].astype(str)
+    rows = errata.representativeness_rows(ours, pub)
+    assert [r["quantity"] for r in rows] == [
+        "selection representativeness decisions_value, served puzzle 1"
+    ]
+    assert (rows[0]["published"], rows[0]["corrected"]) == (2.0, 13.0)

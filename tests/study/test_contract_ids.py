@@ -228,3 +228,14 @@ def test_any_repeated_key_is_refused_json_and_yaml(d, data):
     with pytest.raises(DuplicateKeyError):
         yaml_load(text)  # JSON is YAML flow style
     assert json_loads("{" + body + "}") == d
+
+
+@pytest.mark.parametrize(("first", "second"), [("caf\u00e9", "cafe\u0301"), (3, "3")])
+def test_lookalike_puzzle_ids_are_one_id_and_an_error(tmp_path, first, second):
+    """Two puzzle-file ids that are one id (the same NFC text, or 3 and "3")."""
+    content = puzzle_file_content()
+    content[0]["id"], content[1]["id"] = first, second
+    path = tmp_path / "p.json"
+    path.write_text(json.dumps(content), encoding="utf-8")
+    with pytest.raises(PuzzleError, match="appears twice \\(as .* and .*: the same text"):
+        load_study_puzzles(path)

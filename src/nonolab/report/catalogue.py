@@ -239,6 +239,12 @@ ENTRIES: tuple[Entry, ...] = (
         "Themes and behaviour: convergent validity",
         "themes",
     ),
+    E(
+        "tables/themes_behaviour.csv",
+        "themes_behaviour",
+        "Every theme against every behaviour, within participants",
+        "themes",
+    ),
     E("tables/codebook_examples.csv", "codebook_examples", "Codebook examples", "themes"),
     E("figures/theme_prevalence.png", "fig_theme_prevalence", "Theme prevalence", "themes"),
     E(

@@ -238,6 +238,8 @@ def pause_sentences(root: Path) -> list[str]:
     bits = []
     if "converged" in fit:
         bits.append("converged" if fit["converged"] else "NOT converged")
+    if fit.get("threshold_s") is not None:
+        bits.append(f"its crossing is {fmt(fit['threshold_s'], 4)} s")
     if "crossing_moved_s" in check:
         bits.append(f"the crossing moved by {fmt(check['crossing_moved_s'])} s in the last step")
     rs = fit.get("random_state_check") or {}
@@ -254,7 +256,7 @@ def pause_sentences(root: Path) -> list[str]:
             + ", ".join(f"{k} components {fmt(v)}" for k, v in sorted(dbic.items()))
         )
     if bits:
-        out.append("Fit diagnostics: " + "; ".join(bits) + ".")
+        out.append("Converged fit (EM run to convergence): " + "; ".join(bits) + ".")
     out += _degenerate_sentences(rec)
     order = rec.get("order_dependence") or {}
     for name, label in (
@@ -263,10 +265,11 @@ def pause_sentences(root: Path) -> list[str]:
     ):
         cross = (order.get(name) or {}).get("crossing_s") or {}
         if "min" in cross:
+            lo, hi = fmt(cross["min"], 4), fmt(cross["max"], 4)
+            moves = f"stays at {lo} s" if lo == hi else f"ranges from {lo} to {hi} s"
             out.append(
                 f"Data order: over {order.get('n_orders')} random orders of the same gaps the "
-                f"{label}'s crossing ranges from {fmt(cross['min'])} to {fmt(cross['max'])} s "
-                f"(file order: {fmt(cross.get('input_order'))} s)."
+                f"{label}'s crossing {moves} (file order: {fmt(cross.get('input_order'), 4)} s)."
             )
     return out
 
@@ -326,14 +329,12 @@ def errata_sentences(root: Path) -> list[str]:
     if n == 0:
         out.append("No conclusion changes (no change of significance or of direction).")
         return out
+    more = summary.get("unadjusted_only") or 0
     out.append(
-        f"{n} conclusions change (significance or direction"
-        + (
-            f"; {summary['unadjusted_only']} more change only without the multiplicity adjustment"
-            if summary.get("unadjusted_only")
-            else ""
-        )
-        + "):"
+        f"{n} numbers change a conclusion (significance or direction under the errata's "
+        "inference rule)"
+        + (f"; {more} more cross 0.05 only without the multiplicity adjustment" if more else "")
+        + ":"
     )
     for _, row in changed.head(12).iterrows():
         cause = str(row.get("cause", "")).split(":")[0]

@@ -37,10 +37,12 @@ from nonolab.report.catalogue import ENTRIES, SECTIONS, Entry
 
 #: tables with more rows than this get a search box and pages
 INTERACTIVE_ROWS = 20
+#: text cells longer than this are clipped on screen (whole text in the cell and its title)
+CLIP_CHARS = 40
+#: a table shows at most this many rows (the file has them all)
+MAX_ROWS = 5000
 #: rows per page of a paged table
 PAGE_LENGTH = 25
-#: columns the provenance appendix reads from each sidecar
-_PROVENANCE_KEYS = ("inputs", "params", "seeds")
 
 
 # ---------------------------------------------------------------- escaping
@@ -133,7 +135,10 @@ def html_table(columns: list[str], rows: Iterable[Iterable[str]], table_id: str)
             value = str(value)
             shown, order = format_cell(value)
             if order is None:
-                cells.append(f"<td>{text(shown)}</td>")
+                if len(shown) > CLIP_CHARS:  # clipped on screen, whole in the title (hover)
+                    cells.append(f'<td class="clip" title="{text(shown)}">{text(shown)}</td>')
+                else:
+                    cells.append(f"<td>{text(shown)}</td>")
             else:
                 cells.append(
                     f'<td data-order="{text(order)}" title="{text(value)}">{text(shown)}</td>'
@@ -233,7 +238,14 @@ def _item_html(root: Path, entry: Entry, path: Path, config: dict[str, Any]) -> 
         table = html_table(["quantity", "value"], _flatten(record), anchor + "-table")
     else:
         t = headline.read_table(path)
-        table = html_table([str(c) for c in t.columns], t.itertuples(index=False), anchor + "-t")
+        table = html_table(
+            [str(c) for c in t.columns], t.head(MAX_ROWS).itertuples(index=False), anchor + "-t"
+        )
+        if len(t) > MAX_ROWS:
+            table = (
+                f'<p class="note">The first {MAX_ROWS:,} of {len(t):,} rows; the whole table '
+                f"is the file below.</p>{table}"
+            )
     return (
         f'<section class="item table" id="{anchor}"><h3>{text(title)}</h3>'
         f'<div class="caption">{caption}</div>{table}{source}</section>'
@@ -352,6 +364,7 @@ table.nl-table{border-collapse:collapse;font-size:.85em}
 table.nl-table th,table.nl-table td{border-bottom:1px solid #e2e2e2;padding:.2em .6em;
 text-align:left;white-space:nowrap}
 table.nl-table thead th{background:#f2f4f7}
+table.nl-table td.clip{max-width:24em;overflow:hidden;text-overflow:ellipsis}
 """
 
 #: start-up of the interactive tables: import the embedded DataTables bundle (a module given

@@ -943,9 +943,13 @@ def representativeness_rows(
     served puzzle) from ``results/tables/selection_representativeness.csv``: the pool id and
     the three counts (the percentiles need the candidate pool, which the public data lacks)."""
     cols = ["pool_puzzle_id", "decisions_value", "propagations_value", "conflicts_value"]
+
+    def label(v: object) -> str:  # 2, 2.0 and "2" name the same served puzzle
+        return str(int(float(v))) if str(v).strip() not in ("", "nan") else str(v)
+
     return aligned_rows(
-        published,
-        table,
+        published.assign(experiment_id=published["experiment_id"].map(label)),
+        table.assign(experiment_id=table["experiment_id"].map(label)),
         keys={"experiment_id": "experiment_id"},
         columns={c: c for c in cols},
         quantity="selection representativeness {label}, served puzzle {experiment_id}",
