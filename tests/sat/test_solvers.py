@@ -265,14 +265,26 @@ def test_uniqueness_random_5x5_brute_force(seed, density):
 
 
 @pytest.mark.study
-def test_study_history_non_unique_and_refused(study_dir):
+def test_study_history_non_unique_and_refused(study_dir, tmp_path):
+    import json
+
     from nonolab.measure.tables import uniqueness_table
     from nonolab.sat.formats import read_puzzles
     from nonolab.sat.puzzles import PuzzleError
 
-    # the earlier, unserved puzzle file: some puzzles are not unique (METHODS 1) -> reported;
-    # every encoding x a second solver agrees, and both grids of "multiple" satisfy the clues
-    old = read_puzzles(study_dir / "versions/nonograms_6.d450e63.json")
+    # the earlier, unserved puzzle file wraps each id in a one-element list ("id": [0]): the
+    # input contract refuses such an id, naming the entry, instead of inventing the label "[0]"
+    history = study_dir / "versions/nonograms_6.d450e63.json"
+    with pytest.raises(PuzzleError, match=r"entry 0: puzzle id \[0\] is not an integer"):
+        read_puzzles(history)
+    entries = json.loads(history.read_text())
+    for entry in entries:
+        (entry["id"],) = entry["id"]  # unwrap explicitly: exactly one integer each
+    unwrapped = tmp_path / "nonograms_6.d450e63.json"
+    unwrapped.write_text(json.dumps(entries))
+    # some of its puzzles are not unique (METHODS 1) -> reported; every encoding x a second
+    # solver agrees, and both grids of "multiple" satisfy the clues
+    old = read_puzzles(unwrapped)
     u = uniqueness_table(old, _all_encodings())
     u2 = uniqueness_table(old, _all_encodings(), "cadical195")
     assert u["status"].tolist() == u2["status"].tolist()
