@@ -723,7 +723,37 @@ def _clock_jumps(events: list[Event], sess: _Session, max_gap_s: float) -> set[i
         for e in events:
             if _event_phase(e, sess.bounds)[1] in dropped:
                 sess.excluded.add(e.line_no)
+    _session_gaps(events, sess, max_gap_s, dropped)
     return dropped
+
+
+def _session_gaps(
+    events: list[Event], sess: _Session, max_gap_s: float, dropped: set[int]
+) -> None:
+    """Ledger (kept) every gap longer than ``max_gap_s`` seconds between two consecutive used
+    lines of the session that is not inside one attempt (between attempts, or around a
+    survey): a clock jump or a long break there moves no per-attempt measure, but it moves the
+    session's absolute times, so it leaves a row naming the line after the gap."""
+    prev: Event | None = None
+    for e in events:
+        if e.line_no in sess.excluded:
+            continue
+        if prev is not None:
+            gap = (e.t - prev.t).total_seconds()
+            phase_a, order_a = _event_phase(prev, sess.bounds)
+            phase_b, order_b = _event_phase(e, sess.bounds)
+            inside = phase_a == phase_b == "puzzle" and order_a == order_b is not None
+            if gap > max_gap_s and not (inside and order_a not in dropped):
+                sess.ledger.add(
+                    "line",
+                    f"{sess.rel}:{e.line_no}",
+                    sess.pid,
+                    f"{gap:.0f} s between line {prev.line_no} and this line, outside any one "
+                    f"attempt (more than max_gap_s = {max_gap_s:g} s: a clock jump or a long "
+                    "break); per-attempt measures are unaffected",
+                    "kept",
+                )
+        prev = e
 
 
 def _session_start(
