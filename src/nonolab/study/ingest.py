@@ -727,9 +727,7 @@ def _clock_jumps(events: list[Event], sess: _Session, max_gap_s: float) -> set[i
     return dropped
 
 
-def _session_gaps(
-    events: list[Event], sess: _Session, max_gap_s: float, dropped: set[int]
-) -> None:
+def _session_gaps(events: list[Event], sess: _Session, max_gap_s: float, dropped: set[int]) -> None:
     """Ledger (kept) every gap longer than ``max_gap_s`` seconds between two consecutive used
     lines of the session that is not inside one attempt (between attempts, or around a
     survey): a clock jump or a long break there moves no per-attempt measure, but it moves the
