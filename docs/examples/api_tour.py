@@ -36,7 +36,7 @@ print(strengths[["puzzle_id", "strength", "ci_low", "ci_high", "rank"]].to_strin
 # %% 5. SAT solver counters of the study's puzzles, and Table 1 (Spearman rho, exact p)
 metrics = nonolab.sat_metrics(nonolab.study_puzzles(study), solvers=["minisat22"])
 t1 = nonolab.table1(strengths, attempts, metrics)
-print(t1[["metric", "bt_rho", "perm_p", "raw_rho", "raw_perm_p"]].to_string(index=False))
+print(t1[["metric", "bt_rho", "bt_p", "raw_rho", "raw_p", "p_method"]].to_string(index=False))
 
 # %% 6. A mixed model: pauses ~ conflicts, crossed random intercepts (participant, puzzle)
 conflicts = metrics.set_index("puzzle_id")["conflicts"]

@@ -154,7 +154,7 @@ def table1(
     attempts: pd.DataFrame,
     metrics: pd.DataFrame,
     rating: str = "final_difficulty",
-    exact_max_n: int = 8,
+    exact_max_n: int = 9,
     n_perm: int = 100_000,
     seed: int = 0,
 ) -> pd.DataFrame:

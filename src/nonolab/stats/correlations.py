@@ -45,7 +45,7 @@ EXACT_MAX_N = 9
 def spearman_permutation_p(
     x: Sequence[float],
     y: Sequence[float],
-    exact_max_n: int = 8,
+    exact_max_n: int = EXACT_MAX_N,
     n_perm: int = 100_000,
     seed: int = 0,
 ) -> float:
