@@ -615,6 +615,7 @@ def _ingest_participant(
     sess = _Session(rel, pid, ledger, puzzles, queue, start, surveys, bounds, hashes, excluded)
     completion = _completion_event(events, sess)
     dropped = _clock_jumps(events, sess, max_gap_s)
+    _session_gaps(events, sess, max_gap_s, dropped)
     rows, n_used, ignored = _event_rows(sess, events)
     attempts = _attempt_rows(sess, completion, rows)
     ratings = _rating_rows(sess)
@@ -723,7 +724,6 @@ def _clock_jumps(events: list[Event], sess: _Session, max_gap_s: float) -> set[i
         for e in events:
             if _event_phase(e, sess.bounds)[1] in dropped:
                 sess.excluded.add(e.line_no)
-    _session_gaps(events, sess, max_gap_s, dropped)
     return dropped
 
 
