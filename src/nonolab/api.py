@@ -154,7 +154,7 @@ def table1(
     attempts: pd.DataFrame,
     metrics: pd.DataFrame,
     rating: str = "final_difficulty",
-    exact_max_n: int = 9,
+    exact_max_n: int | None = None,
     n_perm: int = 100_000,
     seed: int = 0,
 ) -> pd.DataFrame:
@@ -162,13 +162,17 @@ def table1(
     (:func:`bt_ranking`) and of its mean ``rating`` with each SAT metric (:func:`sat_metrics`),
     one row per solver x encoding x metric, each puzzle joined to its own statistics.
 
-    Columns include ``bt_rho``, ``bt_p`` (asymptotic), ``perm_p`` (permutation p: exact over
-    every order of up to ``exact_max_n`` puzzles, else ``n_perm`` draws seeded by ``seed``),
-    ``bt_p_fdr`` (Benjamini-Hochberg over the metrics), and the same for the raw mean rating
+    Columns include ``bt_rho``, ``bt_p`` (two-sided permutation p: exact over every order of
+    up to ``exact_max_n`` puzzles, default :data:`nonolab.stats.correlations.EXACT_MAX_N`, else
+    ``n_perm`` draws seeded by ``seed``; never 0), ``p_method`` (which of the two),
+    ``bt_p_asymptotic`` (Student t approximation, for comparison), ``bt_p_fdr``
+    (Benjamini-Hochberg of ``bt_p`` over the metrics), and the same for the raw mean rating
     (``raw_*``).
     """
-    from nonolab.stats.correlations import aligned_metrics, raw_mean_rating
+    from nonolab.stats.correlations import EXACT_MAX_N, aligned_metrics, raw_mean_rating
     from nonolab.stats.correlations import table1 as _table1
+
+    exact_max_n = EXACT_MAX_N if exact_max_n is None else exact_max_n
 
     served = attempts[["puzzle_id", "puzzle_hash"]].drop_duplicates()
     aligned = {"corrected": aligned_metrics(metrics, served)}
