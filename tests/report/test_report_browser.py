@@ -11,6 +11,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -194,15 +195,36 @@ def test_full_report_in_the_browser(browser, full_report):
             "cells => cells.map(c => c.dataset.order ?? c.textContent)"
         )
 
+    def numbers(cells: list[str]) -> list[float]:
+        return [float(x) for x in cells if x.strip()]  # blanks apart
+
+    header = t1.locator("thead th").nth(col)
+
+    def click_and_settle(direction: str) -> list[str]:
+        """Click the header, then wait (up to 10 s) for DataTables to mark the column sorted in
+        ``direction`` and redraw: with its processing indicator on, DataTables orders the rows in
+        a timer after the click, so the rows read right after ``click()`` may still be the old
+        order. Returns the column as it then stands (the caller asserts its order)."""
+        header.click()
+        deadline = time.monotonic() + 10.0
+        cells = column()
+        while time.monotonic() < deadline:
+            nums = numbers(cells)
+            want = sorted(nums, reverse=direction == "descending")
+            if header.get_attribute("aria-sort") == direction and nums == want:
+                break
+            page.wait_for_timeout(50)
+            cells = column()
+        return cells
+
     before = column()
-    t1.locator("thead th").nth(col).click()
-    up = column()
-    t1.locator("thead th").nth(col).click()
-    down = column()
+    up = click_and_settle("ascending")
+    down = click_and_settle("descending")
     assert up != before or down != before
-    nums = [float(x) for x in up if x.strip()]
-    assert nums == sorted(nums)  # ascending, blanks apart
-    assert [float(x) for x in down if x.strip()] == sorted(nums, reverse=True)
+    nums = numbers(up)
+    assert nums == sorted(nums)  # ascending
+    assert numbers(down) == sorted(nums, reverse=True)
+    assert header.get_attribute("aria-sort") == "descending"
     v.shot(shots, "table1-sorted", "#f-tables-table1_spearman")
     # every figure: an image that decoded, with a caption under it
     figures = page.locator("section.figure")
