@@ -236,3 +236,74 @@ def test_stack_frames_are_dropped_and_the_message_kept():
         lines = traceback.format_exc().splitlines()
     kept = run_cmd.without_stack_frames(["before", *lines, "after"])
     assert kept == ["before", "ValueError: invalid literal for int() with base 10: 'x'", "after"]
+
+
+# --- paths Snakemake cannot take, and Snakemake's own report ----------------------------------
+
+
+def _pathvar_cases(n: int = 60, seed: int = 20261205) -> list[str]:
+    """Random folder-name fragments around ``<...>``: lower/upper case, digits, underscores,
+    spaces and empty names, some of which Snakemake reads as a path variable."""
+    import random
+
+    rng = random.Random(seed)
+    alphabet = "abcxyz_019 AZ-."
+    out = ["<abc>", "<ABC>", "<1a>", "< a>", "<a b>", "<>", "x<y_2>z", "<script>", "<SCRIPT>"]
+    while len(out) < n:
+        inner = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 5)))
+        out.append(f"s{rng.choice(['', '-'])}<{inner}>{rng.choice(['', 'x', ' 1'])}")
+    return out
+
+
+@pytest.mark.parametrize("fragment", _pathvar_cases())
+def test_a_study_path_snakemake_reads_as_a_path_variable_is_refused_before_it_starts(
+    fragment, tmp_path, capsys, no_snakemake
+):
+    from snakemake.pathvars import PATHVAR_REGEX  # Snakemake's own rule: the reference
+
+    study = tmp_path / f"study{fragment}"
+    shutil.copytree(EXAMPLE, study)
+    code = main(["run", "--study", str(study), "-d", str(tmp_path / "o"), "--", "-n"])
+    err = capsys.readouterr().err
+    if PATHVAR_REGEX.search(str(study)):
+        assert code == 2, err
+        assert err.startswith("nonolab: error: the study folder") and str(study) in err
+        assert "path variable" in err and "Traceback" not in err
+        assert no_snakemake == []
+    else:
+        assert code == 0, err
+        assert len(no_snakemake) == 1
+
+
+@pytest.mark.parametrize("where", ["log", "puzzle_file"])
+def test_a_file_name_snakemake_reads_as_a_path_variable_is_named(
+    where, tmp_path, capsys, no_snakemake
+):
+    study = tmp_path / "study"
+    shutil.copytree(EXAMPLE, study)
+    args = ["run", "--study", str(study), "-d", str(tmp_path / "o")]
+    if where == "log":
+        log = sorted(study.rglob("*.ndjson"))[0]
+        bad = log.with_name("p<abc>.ndjson")
+    else:
+        bad = study / "puzzles<v2>.json"
+        log = study / "nonograms_6.json"
+        preset = tmp_path / "p.yaml"
+        preset.write_text(f"extends: default\nname: p\npuzzle_file: {bad.name}\n")
+        args += ["--preset", str(preset)]
+    log.rename(bad)
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert str(bad) in err and "path variable" in err and "Traceback" not in err
+    assert no_snakemake == []
+
+
+@pytest.mark.parametrize("word", ["--report", "--report=r.html"])
+def test_snakemake_report_is_refused_for_the_study_report(word, tmp_path, capsys, no_snakemake):
+    argv = ["run", "--study", str(EXAMPLE), "-d", str(tmp_path / "o"), "--", word]
+    if word == "--report":
+        argv.append("r.html")
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "nonolab report" in err and "escape" in err
+    assert no_snakemake == []

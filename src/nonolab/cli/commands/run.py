@@ -20,6 +20,9 @@ writing ``results/`` under OUT.
 Every argument after ``--`` goes to Snakemake as it is (``-n`` for a dry run, ``--profile ...``,
 ``--config key=value``); with a dry run or another of Snakemake's inspection options
 (:data:`SHOW_SNAKEMAKE`) Snakemake's output is shown as it is and nothing else happens.
+Snakemake's own ``--report`` is refused (its page does not escape the study's strings; the
+study report is ``nonolab report``), and so is a study whose paths contain ``<name>``, which
+Snakemake reads as a path variable (:func:`check_snakemake_paths`).
 """
 
 from __future__ import annotations
@@ -67,7 +70,6 @@ SHOW_SNAKEMAKE = frozenset(
         "--d3dag",
         "--lint",
         "--unlock",
-        "--report",
         "--list-changes",
         "--lc",
         "--cleanup-metadata",
@@ -264,7 +266,40 @@ def check_study(study_dir: str | os.PathLike, preset: str) -> Any:
                 "Add the file, or use a preset without that entry (a preset that extends this "
                 f"one can remove it with `{key.split('.')[-1]}: null`; see {DOCS_PRESETS})."
             )
+    check_snakemake_paths(study, p, sources)
     return p
+
+
+#: what Snakemake (9.x) reads as a path variable in a rule's file path: ``<name>`` with a
+#: lower-case name (``<results>``, ``<logs>``, ...); an undefined one stops the whole workflow
+SNAKEMAKE_PATHVAR = re.compile(r"<[a-z][a-z0-9_]*>")
+
+
+def check_snakemake_paths(study: Path, preset: Any, sources: list[Any]) -> None:
+    """Raise :class:`nonolab.study.presets.StudyError` when a path the workflow hands to
+    Snakemake contains ``<name>`` (:data:`SNAKEMAKE_PATHVAR`): the study folder, the preset file,
+    a file the preset names (puzzle file, schedule, coded responses, published tables) or a log
+    file the ingest reads. Snakemake would stop with ``UndefinedPathvarException`` and a
+    traceback; the message names the path and the part to rename instead. Returns None."""
+    from nonolab.study.presets import StudyError, preset_paths
+
+    paths: list[tuple[str, str]] = [("the study folder", str(study))]
+    paths.append((f"the preset file of {preset.name!r}", str(preset.path)))
+    for key, value in preset_paths(preset.data):
+        if not key.startswith(("log_globs", "participants.")):  # globs: their files follow
+            paths.append((f"the file the preset names as `{key}`", str(study / value)))
+    for s in sources:
+        paths.append(("the log file", str(s.path)))
+    for what, path in paths:
+        m = SNAKEMAKE_PATHVAR.search(path)
+        if m is None:
+            continue
+        raise StudyError(
+            f"{what} {path} contains {m.group()!s}, which Snakemake reads as a path variable "
+            "(`<name>` with a lower-case name) and cannot take in a file path. Rename it so "
+            "that no `<` is followed by lower-case letters and a `>` (for example "
+            f"{m.group()[1:-1]!r} instead of {m.group()!r})."
+        )
 
 
 @dataclass
@@ -412,11 +447,28 @@ def _summary(workdir: Path, log_path: Path, report: Path | None, outcome: Outcom
     return "\n".join(rows)
 
 
+def refuse_snakemake_report(passthrough: list[str]) -> None:
+    """Raise ValueError when Snakemake's own ``--report`` is among the arguments after ``--``.
+
+    Snakemake's report embeds the study's strings (folder, preset name, file names) in its page
+    without escaping them for HTML and script blocks; the study report is ``nonolab report``
+    (escaped, offline), which ``nonolab run`` builds at the end of a whole run. Returns None."""
+    for word in passthrough:
+        if word == "--report" or word.startswith("--report="):
+            raise ValueError(
+                "Snakemake's --report is not offered: its page does not escape the study's "
+                "strings (a folder or preset name can carry a script). The study report is "
+                "built at the end of `nonolab run`, or with `nonolab report --results OUT` "
+                "(results/report.html)."
+            )
+
+
 def _run(args: argparse.Namespace) -> int:
     from nonolab.study.identity import read_results_study
 
     workdir = Path(args.directory).resolve()
     passthrough = list(getattr(args, "snakemake_args", []) or [])
+    refuse_snakemake_report(passthrough)
     given = _passthrough_config(passthrough)
     record = read_results_study(workdir / "results") if workdir.is_dir() else None
     study, preset = args.study, args.preset
