@@ -368,6 +368,39 @@ def test_two_servers_share_one_database(plan, db_url):
     b.close()
 
 
+def test_servers_starting_together_create_the_tables_once(db_url):
+    """Several server processes started at once on an empty database: each creates the tables
+    if missing, and none fails because another created them first (a load balancer's servers
+    start together)."""
+    import threading
+
+    n = 6
+    barrier = threading.Barrier(n)
+    stores: list[Store] = []
+    errors: list[BaseException] = []
+
+    def start() -> None:
+        barrier.wait()
+        try:
+            stores.append(Store(db_url))
+        except BaseException as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=start) for _ in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert not errors, errors
+    assert len(stores) == n
+    plan = load_plan(Path(__file__).resolve().parents[2] / "examples" / "plan.yaml")
+    assert [s.create_participant(plan)["label"] for s in stores] == [
+        f"P{k:05d}" for k in range(1, n + 1)
+    ]
+    for s in stores:
+        s.close()
+
+
 def test_completion_code_and_redirect_only_when_done(plan, tmp_path):
     raw = {**plan.raw, "platform": {"completion": {
         "code": "C0DE-42", "redirect_url": "https://example.org/done?cc={code}"}}}  # fmt: skip

@@ -89,6 +89,10 @@ COUNTERS = sa.Table(
 )
 
 
+# the PostgreSQL advisory lock key under which a starting process creates the tables
+SCHEMA_LOCK = 0x6E6F6E6F6C6162  # "nonolab"
+
+
 def event_digest(ev: dict[str, Any]) -> str:
     """Return the sha256 (hex) of page event ``ev`` as canonical JSON."""
     text = json.dumps(ev, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
@@ -269,14 +273,16 @@ class Store:
             self.read_engine = self.engine
             self._group = None
             self._agroup = None
-        META.create_all(self.engine)
         with self.engine.begin() as conn:
+            if not self.sqlite:
+                # processes starting together on an empty database take turns (PostgreSQL's DDL
+                # is transactional: the next one sees the tables the first committed); SQLite's
+                # BEGIN IMMEDIATE already serialises them
+                conn.execute(sa.select(sa.func.pg_advisory_xact_lock(SCHEMA_LOCK)))
+            META.create_all(conn)
             have = conn.execute(sa.select(COUNTERS.c.name)).scalars().all()
             if "schedule" not in have:
-                try:
-                    conn.execute(COUNTERS.insert().values(name="schedule", value=0))
-                except sa.exc.IntegrityError:  # another process created it
-                    pass
+                conn.execute(COUNTERS.insert().values(name="schedule", value=0))
 
     def _transact(self, fn: Callable[[sa.Connection], Any]) -> Any:
         """Run ``fn(connection)`` in a committed transaction (grouped on SQLite); return its
