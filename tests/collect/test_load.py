@@ -1,24 +1,78 @@
 """A small version of the load benchmark (benchmarks/serve_bench.py): simulated participants
-send events concurrently, then a burst; every event is acknowledged and stored exactly once.
+send events concurrently, then a burst; every event is acknowledged and stored exactly once,
+on one server with SQLite and on two server processes sharing one PostgreSQL database.
 Latency is reported by the benchmark, not asserted here (docs/running-a-study.md)."""
 
 from __future__ import annotations
 
-import importlib.util
-
-from serve_helpers import REPO
+import pytest
 
 
-def test_concurrent_participants_lose_and_duplicate_nothing():
-    spec = importlib.util.spec_from_file_location(
-        "serve_bench", REPO / "benchmarks" / "serve_bench.py"
-    )
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
-    res = bench.run(n=30, duration=8.0, gap=0.5, burst=[5.0], burst_step=4.0)
+def _check(res, n: int) -> None:
     integ = res["integrity"]
-    assert integ["participants"] == 30
-    assert integ["lost"] == 0 and integ["duplicated"] == 0
+    assert integ["participants"] == n
+    assert integ["lost"] == 0 and integ["duplicated"] == 0 and integ["unexpected"] == 0
     assert integ["acked_equals_sent"]
-    assert res["steady"]["events"] > 100 and res["burst"][0]["achieved_per_s"] > 0
     assert res["steady"]["connection_errors"] == 0
+    assert res["burst"][0]["achieved_per_s"] > 0
+
+
+def test_concurrent_participants_lose_and_duplicate_nothing(benchmark_script):
+    bench = benchmark_script("serve_bench")
+    res = bench.run(n=30, duration=8.0, gap=0.5, burst=[5.0], burst_step=4.0)
+    _check(res, 30)
+    assert res["steady"]["events"] > 100
+    assert res["store"] == "sqlite (WAL, synchronous=FULL)" and res["servers"] == 1
+
+
+def test_two_servers_on_postgresql_lose_and_duplicate_nothing(benchmark_script, pg_server):
+    """Two `nonolab serve` processes started together on one empty PostgreSQL database; each
+    participant's requests alternate between them (a load balancer without sticky sessions),
+    so consecutive events of one participant are stored by different processes."""
+    bench = benchmark_script("serve_bench")
+    database = benchmark_script("pg_cluster").create_database(pg_server)
+    res = bench.run(n=20, duration=5.0, gap=0.4, burst=[3.0], burst_step=3.0,
+                    database=database, servers=2, spread="request")  # fmt: skip
+    _check(res, 20)
+    assert res["servers"] == 2 and res["store"].startswith("postgresql ")
+    per = res["steady"]["per_server"]
+    assert len(per) == 2 and all(s["server_cpu_ms_per_event"] > 0 for s in per)
+    # the check reads the database: one event removed is one event lost
+    sent = {tok: last for tok, last in _last_seqs(database)}
+    assert bench.check_stored(database, sent)["lost"] == 0
+    _delete_one_event(database)
+    after = bench.check_stored(database, sent)
+    assert after["lost"] == 1 and after["stored"] == res["integrity"]["stored"] - 1
+    # and a database that holds participants is refused (never a study's database)
+    with pytest.raises(bench.UsageError, match="already holds 20 participants"):
+        bench.run(n=1, duration=1.0, gap=1.0, burst=[], burst_step=1.0, database=database)
+
+
+def _last_seqs(database: str) -> list[tuple[str, int]]:
+    import sqlalchemy as sa
+
+    from nonolab.collect.store import PARTICIPANTS, database_url
+
+    engine = sa.create_engine(database_url(database))
+    with engine.connect() as conn:
+        rows = conn.execute(sa.select(PARTICIPANTS.c.token, PARTICIPANTS.c.last_seq)).all()
+    engine.dispose()
+    return [tuple(r) for r in rows]
+
+
+def _delete_one_event(database: str) -> None:
+    import sqlalchemy as sa
+
+    from nonolab.collect.store import EVENTS, database_url
+
+    engine = sa.create_engine(database_url(database))
+    with engine.begin() as conn:
+        pid, seq = conn.execute(sa.select(EVENTS.c.participant_id, EVENTS.c.seq).limit(1)).one()
+        conn.execute(EVENTS.delete().where(EVENTS.c.participant_id == pid, EVENTS.c.seq == seq))
+    engine.dispose()
+
+
+def test_several_servers_need_postgresql(benchmark_script):
+    bench = benchmark_script("serve_bench")
+    with pytest.raises(bench.UsageError, match="needs PostgreSQL"):
+        bench.run(n=5, duration=1.0, gap=1.0, burst=[], burst_step=1.0, servers=2)
