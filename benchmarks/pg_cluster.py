@@ -97,21 +97,22 @@ def throwaway_cluster(*, durable: bool = True, stop_mode: str = "fast") -> Itera
             raise ClusterUnavailable(f"initdb failed: {r.stderr.strip()[-500:]}")
         sync = "-c fsync=on -c synchronous_commit=on" if durable else "-c fsync=off"
         opts = f"-c listen_addresses=127.0.0.1 -c port={port} -c unix_socket_directories={d} {sync}"
-        r = run([str(bindir / "pg_ctl"), "-D", str(data), "-o", opts, "-l", str(d / "log"),
-                 "-w", "-t", "60", "start"])  # fmt: skip
-        if r.returncode != 0:
-            log = (d / "log").read_text() if (d / "log").exists() else ""
-            raise ClusterUnavailable(
-                f"PostgreSQL did not start: {r.stderr.strip()[-300:]} {log[-500:]}"
-            )
         try:
+            r = run([str(bindir / "pg_ctl"), "-D", str(data), "-o", opts, "-l", str(d / "log"),
+                     "-w", "-t", "60", "start"])  # fmt: skip
+            if r.returncode != 0:
+                log = (d / "log").read_text() if (d / "log").exists() else ""
+                raise ClusterUnavailable(
+                    f"PostgreSQL did not start: {r.stderr.strip()[-300:]} {log[-500:]}"
+                )
             yield Cluster(f"postgresql://postgres@127.0.0.1:{port}", port, data,
                           bindir.parent.name, durable)  # fmt: skip
-        finally:
-            r = run([str(bindir / "pg_ctl"), "-D", str(data), "-m", stop_mode, "-w", "-t", "60",
-                     "stop"])  # fmt: skip
-            if r.returncode != 0:
-                run([str(bindir / "pg_ctl"), "-D", str(data), "-m", "immediate", "stop"])
+        finally:  # also after a failed or interrupted start: a postmaster may be running
+            if (data / "postmaster.pid").exists():
+                r = run([str(bindir / "pg_ctl"), "-D", str(data), "-m", stop_mode, "-w", "-t",
+                         "60", "stop"])  # fmt: skip
+                if r.returncode != 0:
+                    run([str(bindir / "pg_ctl"), "-D", str(data), "-m", "immediate", "stop"])
     finally:
         shutil.rmtree(d, ignore_errors=True)
 

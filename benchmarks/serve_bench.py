@@ -88,6 +88,7 @@ PG = _pg_cluster()
 
 
 def is_postgres(database: str) -> bool:
+    """True for a ``postgresql://`` (or ``postgres://``) URL."""
     return database.startswith(("postgresql://", "postgres://"))
 
 
@@ -108,17 +109,20 @@ def start_servers(database: str, ports: list[int], synchronous: str, logdir: Pat
                 env=env, stdout=subprocess.DEVNULL, stderr=err,
             ))  # fmt: skip
     deadline = time.monotonic() + 60
-    for port, proc in zip(ports, procs, strict=True):
-        while True:
-            if proc.poll() is not None or time.monotonic() > deadline:
-                stop_servers(procs)
-                log = (logdir / f"server-{port}.log").read_text(errors="replace")[-2000:]
-                raise RuntimeError(f"server on port {port} did not start:\n{log}")
-            try:
-                if httpx.get(f"http://127.0.0.1:{port}/", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                time.sleep(0.1)
+    try:
+        for port, proc in zip(ports, procs, strict=True):
+            while True:
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    log = (logdir / f"server-{port}.log").read_text(errors="replace")[-2000:]
+                    raise RuntimeError(f"server on port {port} did not start:\n{log}")
+                try:
+                    if httpx.get(f"http://127.0.0.1:{port}/", timeout=1).status_code == 200:
+                        break
+                except httpx.HTTPError:
+                    time.sleep(0.1)
+    except BaseException:  # also Ctrl-C while they start: none is left running
+        stop_servers(procs)
+        raise
     return procs
 
 
