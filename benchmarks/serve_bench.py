@@ -17,7 +17,8 @@ serves one process), `--database PATH` (an empty SQLite file), `--database postg
 Phase 1 (steady): `--participants` participants for `--duration` seconds. Reports the
 acknowledgement latency (p50/p99/max, ms), events sent / acknowledged / stored (read back from the
 store through SQLAlchemy afterwards: every participant's stored events must be exactly 1..n,
-nothing lost or duplicated), server CPU per event, the throwaway cluster's CPU per event, and
+nothing lost or duplicated), server CPU per event, the throwaway cluster's CPU per event, the
+CPU (in cores) that other jobs on the machine used meanwhile, and
 each server's resident memory sampled every 5 s (first, last, max; the slope over the second half
 in MB/min; the top-level figures are the sums over the servers).
 
@@ -299,15 +300,30 @@ async def drive(ports: list[int], n: int, duration: float, gap: float, burst: li
     def cpu_each() -> list[float]:
         return [sum(p.cpu_times()[:2]) for p in procs]
 
+    me = psutil.Process()
+
+    def machine() -> tuple[float, float]:
+        """(CPU seconds the whole machine was busy, CPU seconds of the servers, the throwaway
+        cluster and this load generator): their difference is other jobs' load."""
+        t = psutil.cpu_times()
+        busy = t.user + t.nice + t.system + getattr(t, "irq", 0) + getattr(t, "softirq", 0)
+        ours = sum(cpu_each()) + (db_cpu() if db_cpu else 0.0) + sum(me.cpu_times()[:2])
+        return busy, ours
+
+    def others(m0: tuple[float, float], wall: float) -> float:
+        m1 = machine()
+        return round(max(0.0, (m1[0] - m0[0]) - (m1[1] - m0[1])) / wall, 2)
+
     sampler = asyncio.create_task(sample())
     cpu0 = cpu_each()
     db0 = db_cpu() if db_cpu else None
-    me = psutil.Process()
     me0 = sum(me.cpu_times()[:2])
+    m0 = machine()
     steady: list[float] = []
     t0 = time.monotonic()
     await asyncio.gather(*(s.run(t0 + duration, gap, steady) for s in sims))
     wall = time.monotonic() - t0
+    other = others(m0, wall)
     cpu = [b - a for a, b in zip(cpu0, cpu_each(), strict=True)]
     db = db_cpu() - db0 if db_cpu else None
     me_cpu = sum(me.cpu_times()[:2]) - me0
@@ -349,6 +365,7 @@ async def drive(ports: list[int], n: int, duration: float, gap: float, burst: li
             "client_cpu_ms_per_event": round(1000 * me_cpu / ev, 2),
             "rate_limited": sum(s.limited for s in sims),
             "connection_errors": sum(s.failed for s in sims),
+            "other_jobs_cpu_cores": other,
             **total,
             "per_server": per_server,
         },
@@ -357,6 +374,7 @@ async def drive(ports: list[int], n: int, duration: float, gap: float, burst: li
     for mult in burst:
         rec: list[float] = []
         lim0 = sum(s.limited for s in sims)
+        m1 = machine()
         t1 = time.monotonic()
         await asyncio.gather(*(s.run(t1 + burst_step, gap / mult, rec) for s in sims))
         w = time.monotonic() - t1
@@ -368,6 +386,7 @@ async def drive(ports: list[int], n: int, duration: float, gap: float, burst: li
             "achieved_per_s": round(achieved, 1),
             "p99_ms": round(pct(rec, 0.99) or 0, 2),
             "rate_limited": sum(s.limited for s in sims) - lim0,
+            "other_jobs_cpu_cores": others(m1, w),
             "saturated": bool((pct(rec, 0.99) or 0) > 100 or achieved < 0.95 * offered),
         })  # fmt: skip
     sat = [b["rate_x"] for b in result["burst"] if b["saturated"]]
