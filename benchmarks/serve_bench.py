@@ -375,6 +375,7 @@ async def drive(ports: list[int], n: int, duration: float, gap: float, burst: li
         rec: list[float] = []
         lim0 = sum(s.limited for s in sims)
         m1 = machine()
+        c1, d1 = cpu_each(), (db_cpu() if db_cpu else None)
         t1 = time.monotonic()
         await asyncio.gather(*(s.run(t1 + burst_step, gap / mult, rec) for s in sims))
         w = time.monotonic() - t1
@@ -387,6 +388,8 @@ async def drive(ports: list[int], n: int, duration: float, gap: float, burst: li
             "p99_ms": round(pct(rec, 0.99) or 0, 2),
             "rate_limited": sum(s.limited for s in sims) - lim0,
             "other_jobs_cpu_cores": others(m1, w),
+            "server_cpu_cores": [round((b - a) / w, 2) for a, b in zip(c1, cpu_each(), strict=True)],
+            "database_cpu_cores": None if db_cpu is None else round((db_cpu() - d1) / w, 2),
             "saturated": bool((pct(rec, 0.99) or 0) > 100 or achieved < 0.95 * offered),
         })  # fmt: skip
     sat = [b["rate_x"] for b in result["burst"] if b["saturated"]]
