@@ -113,6 +113,9 @@ class DesignSettings:
     behaviour: BehaviourModel = field(default_factory=BehaviourModel)
     solver: str = "minisat22"
     encoding: str = "block_start"
+    #: where each effect size came from (:func:`nonolab.design.effects.effects_from_results`;
+    #: empty: the defaults or a user YAML)
+    effect_sources: tuple[dict[str, Any], ...] = ()
 
     def seeds(self) -> dict[str, int]:
         """Return the named seeds derived from :attr:`seed` (selection, schedule, power,
@@ -547,10 +550,16 @@ _TESTS = {
 def _settings(name: str, s: DesignSettings) -> dict[str, Any]:
     base = {"metric": s.primary_metric, "metric_transform": "log1p_z", "missing": s.missing}
     if name == "spearman_bt":
-        return base | {"rho": s.rho, "bt_ridge": 0.01, "rating": "final_difficulty"}
-    if name == "behaviour_lmm":
-        return base | {"effect_sd_units": s.behaviour.slope, **s.behaviour.record()}
-    return base | s.rating.record()
+        out = base | {"rho": s.rho, "bt_ridge": 0.01, "rating": "final_difficulty"}
+        used = ("rho", "rating.")
+    elif name == "behaviour_lmm":
+        out = base | {"effect_sd_units": s.behaviour.slope, **s.behaviour.record()}
+        used = ("behaviour.",)
+    else:
+        out = base | s.rating.record()
+        used = ("rating.",)
+    src = [dict(e) for e in s.effect_sources if str(e["field"]).startswith(used)]
+    return out | ({"effect_sources": src} if src else {})
 
 
 def _design(
