@@ -29,6 +29,8 @@ from nonolab.design.effects import (
     BEHAVIOUR,
     MODERATION,
     REQUIRED,
+    SAT,
+    SIDECARS,
     STUDY,
     TABLE1,
     ResultsError,
@@ -37,10 +39,12 @@ from nonolab.design.effects import (
     merge_effects,
     rating_from_moderation,
     source_text,
+    to_pool_scale,
 )
 from nonolab.design.plan import load_plan
 from nonolab.design.power import BehaviourModel, Design, RatingModel, _lmm_chunk
 from nonolab.design.schedule import balanced_schedule
+from nonolab.design.selection import Constraints, eligible, load_pool
 from nonolab.stats.lmm import reml_fit_batch
 
 REPO = Path(__file__).resolve().parents[2]
@@ -115,6 +119,18 @@ def write_results(root: Path, *, slope: float = 0.3, var_puzzle: float = 0.16) -
         for m in ("decisions", "conflicts")
     ]  # fmt: skip
     write_table(pd.DataFrame(t1), t / "table1_spearman.csv", params={"rating": "final"})
+    # the study's two puzzles: conflicts 0 and 3, log1p 0 and ln 4: population SD ln 2; the
+    # other solver's and encoding's rows must not count
+    sat = [
+        {"puzzle_hash": h, "puzzle_id": str(i), "encoding": enc, "solver": solver,
+         "variables": 10, "clauses": 20, "decisions": 5, "propagations": 50,
+         "conflicts": c if (solver, enc) == ("minisat22", "block_start") else 100 * i,
+         "restarts": 1, "status": "sat"}
+        for i, (h, c) in enumerate((("a" * 64, 0), ("b" * 64, 3)))
+        for solver in ("minisat22", "cadical195")
+        for enc in ("block_start", "order")
+    ]  # fmt: skip
+    write_table(pd.DataFrame(sat), root / SAT)
     write_json({"study_dir": "/studies/pilot", "preset": "pilot"}, root / STUDY)
     return known
 
@@ -144,9 +160,11 @@ def test_known_tables_give_the_exact_overrides(tmp_path) -> None:
         {"slope": 1.0, "var_participant": 0.25, "var_puzzle": 0.25, "var_residual": 0.5}
     )
     assert e["rho"] == 0.4
+    assert e["study_metric_sd"] == pytest.approx(math.log(2), rel=1e-12)
     src = {s["field"]: s for s in e["effect_sources"]}
-    assert set(src) == {f"rating.{k}" for k in want} | {f"behaviour.{k}" for k in
-                                                          e["behaviour"]} | {"rho"}  # fmt: skip
+    fields = {f"rating.{k}" for k in want} | {f"behaviour.{k}" for k in e["behaviour"]}
+    assert set(src) == fields | {"rho", "metric_sd"}
+    assert src["metric_sd"]["file"] == SAT and len(src["metric_sd"]["lines"]) == 2
     # the lines point at the rows used: header is line 1, the corrected conflicts block is
     # the third block of seven rows
     inter = src["rating.interaction"]
@@ -168,10 +186,7 @@ def test_known_tables_give_the_exact_overrides(tmp_path) -> None:
     )
 
 
-@pytest.mark.parametrize(
-    "rel",
-    [*REQUIRED, *(r.replace(".csv", ".provenance.json") for r in REQUIRED if r.endswith("csv"))],
-)
+@pytest.mark.parametrize("rel", [*REQUIRED, *SIDECARS])
 def test_a_missing_file_is_named(tmp_path, rel) -> None:
     write_results(tmp_path)
     (tmp_path / rel).unlink()
@@ -204,6 +219,26 @@ def test_unusable_results_are_refused_naming_the_file(tmp_path) -> None:
     df.to_csv(p, index=False)
     with pytest.raises(ResultsError, match=r"moderation\.csv line 22: the fit did not converge"):
         effects_from_results(tmp_path)
+
+
+def test_fitted_slopes_move_to_the_pool_scale_user_values_do_not(tmp_path) -> None:
+    write_results(tmp_path)
+    e = merge_effects(effects_from_results(tmp_path), {"behaviour": {"slope": 0.7}}, "u.yaml")
+    rating, beh = RatingModel(**e["rating"]), BehaviourModel(**e["behaviour"])
+    # the pool's log1p SD twice the study's: slopes per pool SD are twice those per study SD
+    r, b, src = to_pool_scale(rating, beh, e["effect_sources"], math.log(2), 2 * math.log(2))
+    # metric slope 0.3 -> 0.6 with the puzzle variance beyond the metric (0.16) kept
+    assert r.difficulty_sd * r.metric_strength == pytest.approx(0.6)
+    assert r.difficulty_sd == pytest.approx(math.sqrt(0.36 + 0.16))
+    assert r.interaction == pytest.approx(-0.24)
+    assert (r.participant_sd, r.noise_sd, r.rating_mean) == (
+        rating.participant_sd, rating.noise_sd, rating.rating_mean,
+    )  # fmt: skip
+    assert b.slope == 0.7 and b.var_puzzle == beh.var_puzzle  # the user's slope stays
+    by = {s["field"]: s for s in src}
+    assert by["rating.interaction"]["value"] == pytest.approx(-0.24)
+    assert "on the pool's scale: x 2" in by["rating.interaction"]["formula"]
+    assert by["behaviour.slope"]["value"] == 0.7
 
 
 def test_user_values_replace_fitted_ones_and_their_sources(tmp_path) -> None:
@@ -325,6 +360,7 @@ def test_example_study_effects_are_near_the_known_ones(example_results) -> None:
 
 
 def test_design_runs_with_effects_from_the_example(example_results, study_dir, tmp_path) -> None:
+    pool, pool_metrics = study_dir / "nonograms10x10.txt", study_dir / "nonogram_solver_stats.csv"
     effects = tmp_path / "mine.yaml"
     effects.write_text(yaml.safe_dump({"behaviour": {"slope": 0.25}}))
     out = tmp_path / "plan"
@@ -346,8 +382,12 @@ def test_design_runs_with_effects_from_the_example(example_results, study_dir, t
     prim = by["spearman_bt"]["settings"]
     assert prim["rho"] == pytest.approx(e["rho"])
     assert {s["field"] for s in prim["effect_sources"]} >= {"rho", "rating.participant_sd"}
+    # the fitted slopes on the pool's scale: x SD(log1p conflicts) over the eligible pool /
+    # over the example's six puzzles
+    el = eligible(load_pool(str(pool), str(pool_metrics)), Constraints())
+    ratio = float(np.log1p(el["conflicts"].to_numpy(dtype=float)).std()) / e["study_metric_sd"]
     mod = by["moderation_lmm"]["settings"]
-    assert mod["interaction"] == pytest.approx(e["rating"]["interaction"])
+    assert mod["interaction"] == pytest.approx(e["rating"]["interaction"] * ratio)
     src = {s["field"]: s for s in mod["effect_sources"]}
     assert src["rating.interaction"]["file"] == MODERATION
     beh = by["behaviour_lmm"]["settings"]
@@ -360,7 +400,7 @@ def test_design_runs_with_effects_from_the_example(example_results, study_dir, t
     assert f"fitted on study {EXAMPLE}" in text
     assert f"behaviour.slope = 0.25: given in {effects}" in text
     power = pd.read_csv(out / "tables" / "design_power.csv").set_index("analysis")
-    assert power.loc["moderation_lmm", "effect"] == pytest.approx(e["rating"]["interaction"])
+    assert power.loc["moderation_lmm", "effect"] == pytest.approx(mod["interaction"])
     assert power.loc["spearman_bt", "effect"] == pytest.approx(e["rho"])
     # --rho given on the command line wins over the observed rho
     code = main(

@@ -26,6 +26,12 @@ results"):
   within 1% (rounding adds variance, clipping removes about as much) and the metric slope, the
   interaction, the expertise effect and the participant SD 5-10% closer to 0, so power computed
   from a study's fits is, if anything, underestimated.
+* The metric scale. The fitted slopes are per SD of ``log1p(metric)`` over the study's puzzles
+  (``results/sat/metrics.csv``, population SD); the design's latent difficulty depends on the
+  metric z-scored over the eligible pool (:func:`nonolab.design.selection.pool_scales`). So
+  :func:`to_pool_scale` multiplies the metric slope ``b_x`` (and with it ``difficulty_sd`` and
+  ``metric_strength``, the puzzle variance beyond the metric kept), the interaction and the
+  behaviour slope by ``SD_pool / SD_study`` once the pool is known (``run_design``).
 * ``results/tables/behaviour_models.csv`` (``behaviour ~ x + (1 | participant) + (1 |
   puzzle)``, row of the ``alignment``, the behaviour and the metric). The simulator's
   behaviour outcome is in SD units of everything the metric does not explain: with ``V =
@@ -46,20 +52,25 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from nonolab.design.power import BehaviourModel, RatingModel
-from nonolab.study.schemas import read_csv
+from nonolab.study.schemas import read_csv, read_table
 
 #: files a results folder must hold (relative to the folder holding ``results/``)
 MODERATION = "results/tables/moderation.csv"
 BEHAVIOUR = "results/tables/behaviour_models.csv"
 TABLE1 = "results/tables/table1_spearman.csv"
+SAT = "results/sat/metrics.csv"
 STUDY = "results/ingest/study.json"
-REQUIRED = (MODERATION, BEHAVIOUR, TABLE1, STUDY)
+REQUIRED = (MODERATION, BEHAVIOUR, TABLE1, SAT, STUDY)
+#: provenance sidecars of the fitted tables (they say how the models were fitted)
+SIDECARS = tuple(r.replace(".csv", ".provenance.json") for r in (MODERATION, BEHAVIOUR, TABLE1))
 
 #: the metric transform the design's mixed models use (power.metric_covariate)
 TRANSFORM = "log1p_z"
@@ -85,20 +96,18 @@ def results_root(results_dir: str | Path) -> Path:
 
 def check_results(results_dir: str | Path) -> Path:
     """Return the folder holding ``results/`` after checking that every file of
-    :data:`REQUIRED` and the tables' provenance sidecars exist; raise :class:`ResultsError`
+    :data:`REQUIRED` and :data:`SIDECARS` exists; raise :class:`ResultsError`
     naming the first missing file and the ``nonolab run`` target that writes it."""
     root = results_root(results_dir)
-    for rel in REQUIRED:
-        need = [rel]
-        if rel.endswith(".csv"):
-            need.append(rel[: -len(".csv")] + ".provenance.json")
-        for r in need:
-            if not (root / r).is_file():
-                target = rel if rel != STUDY else MODERATION
-                raise ResultsError(
-                    f"{root / r}: missing; the results folder is incomplete (make it with "
-                    f"`nonolab run --results {root} {target}`)"
-                )
+    for rel in (*REQUIRED, *SIDECARS):
+        if not (root / rel).is_file():
+            target = rel if rel.endswith(".csv") else MODERATION
+            if rel in SIDECARS:
+                target = rel.replace(".provenance.json", ".csv")
+            raise ResultsError(
+                f"{root / rel}: missing; the results folder is incomplete (make it with "
+                f"`nonolab run --results {root} {target}`)"
+            )
     return root
 
 
@@ -351,10 +360,34 @@ def effects_from_results(
         [(line, ktext + ", bt_rho")],
         f"observed Spearman rho over {int(row['n'])} puzzles (a noisy estimate)",
     )
+    # -- the metric's scale over the study's puzzles --------------------------------------------
+    sat = read_table(root / SAT, "sat_metrics")
+    sat = sat[(sat["solver"] == solver) & (sat["encoding"] == encoding)]
+    sat = sat.drop_duplicates("puzzle_hash")
+    if len(sat) < 2 or metric not in sat:
+        raise ResultsError(
+            f"{root / SAT}: fewer than 2 puzzles with {metric} of {solver}/{encoding}"
+        )
+    study_sd = float(np.log1p(sat[metric].to_numpy(dtype=float)).std())
+    if not study_sd > 0:
+        raise ResultsError(f"{root / SAT}: {metric} is constant over the study's puzzles")
+    source(
+        "metric_sd",
+        study_sd,
+        SAT,
+        [(int(i) + 2, f"solver {solver}, encoding {encoding}") for i in sat.index],
+        f"population SD of log1p({metric}) over the study's {len(sat)} puzzles",
+    )
     # the values must make valid simulator models
     RatingModel(**rating)
     BehaviourModel(**behav)
-    return {"rating": rating, "behaviour": behav, "rho": rho, "effect_sources": tuple(sources)}
+    return {
+        "rating": rating,
+        "behaviour": behav,
+        "rho": rho,
+        "study_metric_sd": study_sd,
+        "effect_sources": tuple(sources),
+    }
 
 
 def merge_effects(
@@ -369,8 +402,9 @@ def merge_effects(
         "rating": dict((from_results or {}).get("rating", {})),
         "behaviour": dict((from_results or {}).get("behaviour", {})),
     }
-    if from_results and "rho" in from_results:
-        out["rho"] = from_results["rho"]
+    for k in ("rho", "study_metric_sd"):
+        if from_results and k in from_results:
+            out[k] = from_results[k]
     sources = list((from_results or {}).get("effect_sources", ()))
     for section, values in (user or {}).items():
         for k, v in values.items():
@@ -387,6 +421,44 @@ def merge_effects(
     return out
 
 
+def to_pool_scale(
+    rating: RatingModel,
+    behaviour: BehaviourModel,
+    sources: Sequence[Mapping[str, Any]],
+    study_sd: float,
+    pool_sd: float,
+) -> tuple[RatingModel, BehaviourModel, tuple[dict[str, Any], ...]]:
+    """Return ``(rating, behaviour, sources)`` with the values taken from a study's fits
+    (``sources`` with ``lines``) moved from per SD of ``log1p(metric)`` over the study's puzzles
+    (``study_sd``) to per SD over the pool (``pool_sd``; module docstring): the metric slope
+    ``difficulty_sd * metric_strength`` (the puzzle variance beyond the metric kept), the
+    interaction and the behaviour slope times ``pool_sd / study_sd``. Values the user gave are
+    left as they are (they are on the pool's scale, as the defaults)."""
+    r = pool_sd / study_sd
+    fitted = {str(e["field"]) for e in sources if "lines" in e}
+    note = f" x {r:.6g} (SD of log1p(metric): pool {pool_sd:.6g} / study {study_sd:.6g})"
+    changed: dict[str, float] = {}
+    if {"rating.difficulty_sd", "rating.metric_strength"} <= fitted:
+        sd, m = rating.difficulty_sd, rating.metric_strength
+        b, v = sd * m * r, sd * sd * (1 - m * m)
+        sd2 = math.sqrt(b * b + max(v, 0.0))
+        changed |= {"rating.difficulty_sd": sd2, "rating.metric_strength": b / sd2}
+    if "rating.interaction" in fitted:
+        changed["rating.interaction"] = rating.interaction * r
+    if "behaviour.slope" in fitted:
+        changed["behaviour.slope"] = behaviour.slope * r
+    rk = {k.split(".", 1)[1]: v for k, v in changed.items() if k.startswith("rating.")}
+    bk = {k.split(".", 1)[1]: v for k, v in changed.items() if k.startswith("behaviour.")}
+    out = []
+    for e in sources:
+        e = dict(e)
+        if e["field"] in changed:
+            e["value"] = changed[e["field"]]
+            e["formula"] = f"{e['formula']}, on the pool's scale:{note}"
+        out.append(e)
+    return replace(rating, **rk), replace(behaviour, **bk), tuple(out)
+
+
 def source_text(src: Mapping[str, Any]) -> str:
     """Return one source as a sentence: ``field = value: from FILE line L (row key), formula;
     fitted on study S``."""
@@ -400,6 +472,7 @@ def source_text(src: Mapping[str, Any]) -> str:
 
 __all__ = [
     "REQUIRED",
+    "SIDECARS",
     "ResultsError",
     "behaviour_from_fit",
     "check_results",
@@ -407,4 +480,5 @@ __all__ = [
     "merge_effects",
     "rating_from_moderation",
     "source_text",
+    "to_pool_scale",
 ]

@@ -116,6 +116,9 @@ class DesignSettings:
     #: where each effect size came from (:func:`nonolab.design.effects.effects_from_results`;
     #: empty: the defaults or a user YAML)
     effect_sources: tuple[dict[str, Any], ...] = ()
+    #: SD of log1p(primary metric) over the puzzles of the study the fitted effects came from
+    #: (their slopes are per that SD); None: the effects are on the pool's scale
+    study_metric_sd: float | None = None
 
     def seeds(self) -> dict[str, int]:
         """Return the named seeds derived from :attr:`seed` (selection, schedule, power,
@@ -230,6 +233,14 @@ def run_design(
     pool = load_pool(s.pool, s.pool_metrics, solver=s.solver, encoding=s.encoding)
     el = eligible(pool, s.constraints)
     say(f"pool: {len(pool)} puzzles, {len(el)} eligible")
+    if s.study_metric_sd is not None:  # fitted effects: per SD of the study's puzzles
+        from nonolab.design.effects import to_pool_scale
+
+        pool_sd = float(np.log1p(el[s.primary_metric].to_numpy(dtype=float)).std())
+        r, b, src = to_pool_scale(
+            s.rating, s.behaviour, s.effect_sources, s.study_metric_sd, pool_sd
+        )
+        s = replace(s, rating=r, behaviour=b, effect_sources=src)
     metrics = list(s.selection_metrics)
     if s.primary_metric not in metrics:
         metrics = [s.primary_metric, *metrics]
