@@ -40,8 +40,8 @@ results"):
 * ``results/tables/table1_spearman.csv``: ``bt_rho`` of the alignment, solver, encoding and
   metric, as ``rho``. It is the observed Spearman correlation of a few puzzles' Bradley-Terry
   strengths with the metric, a noisy estimate of the population value (the public study's
-  0.48 over six puzzles has a Fisher-z 95% interval of -0.57 to 0.93, with the Spearman variance 1.06 / (n - 3)); it is reported and
-  used as is, nothing more.
+  0.48 over six puzzles has a Fisher-z 95% interval of -0.57 to 0.93, with the Spearman
+  variance 1.06 / (n - 3)); it is reported and used as is, nothing more.
 
 The results folder is checked first: every file named in :data:`REQUIRED` must exist, the
 tables must have been fitted with the requested solver, encoding and the ``log1p_z`` metric
