@@ -359,22 +359,27 @@ def test_example_study_effects_are_near_the_known_ones(example_results) -> None:
     assert all(str(EXAMPLE) in s["study"] for s in e["effect_sources"])
 
 
-def test_design_runs_with_effects_from_the_example(example_results, study_dir, tmp_path) -> None:
-    pool, pool_metrics = study_dir / "nonograms10x10.txt", study_dir / "nonogram_solver_stats.csv"
-    effects = tmp_path / "mine.yaml"
-    effects.write_text(yaml.safe_dump({"behaviour": {"slope": 0.25}}))
-    out = tmp_path / "plan"
-    code = main(
+def _design(study_dir: Path, out: Path, *extra: str) -> int:
+    """Run ``nonolab design`` on the public pool with tiny settings (6 puzzles, 24 sessions)."""
+    return main(
         [
             "design",
             "--pool", str(study_dir / "nonograms10x10.txt"),
             "--pool-metrics", str(study_dir / "nonogram_solver_stats.csv"),
             "--puzzles", "6", "--participants", "24", "--k-curve", "6",
             "--replications", "40", "--lmm-replications", "20", "--random-selections", "20",
-            "--effects-from", str(example_results), "--effects", str(effects),
-            "--no-figures", "--out", str(out),
+            *extra, "--no-figures", "--out", str(out),
         ]
     )  # fmt: skip
+
+
+def test_design_runs_with_effects_from_the_example(example_results, study_dir, tmp_path) -> None:
+    pool, pool_metrics = study_dir / "nonograms10x10.txt", study_dir / "nonogram_solver_stats.csv"
+    effects = tmp_path / "mine.yaml"
+    effects.write_text(yaml.safe_dump({"behaviour": {"slope": 0.25}}))
+    out = tmp_path / "plan"
+    code = _design(study_dir, out, "--effects-from", str(example_results), "--effects",
+                   str(effects))  # fmt: skip
     assert code == 0
     e = effects_from_results(example_results)
     plan = load_plan(out / "plan.yaml")
@@ -403,17 +408,8 @@ def test_design_runs_with_effects_from_the_example(example_results, study_dir, t
     assert power.loc["moderation_lmm", "effect"] == pytest.approx(mod["interaction"])
     assert power.loc["spearman_bt", "effect"] == pytest.approx(e["rho"])
     # --rho given on the command line wins over the observed rho
-    code = main(
-        [
-            "design",
-            "--pool", str(study_dir / "nonograms10x10.txt"),
-            "--pool-metrics", str(study_dir / "nonogram_solver_stats.csv"),
-            "--puzzles", "6", "--participants", "24", "--k-curve", "6",
-            "--replications", "40", "--lmm-replications", "20", "--random-selections", "20",
-            "--effects-from", str(example_results), "--rho", "0.5",
-            "--no-figures", "--out", str(tmp_path / "rho"),
-        ]
-    )  # fmt: skip
+    code = _design(study_dir, tmp_path / "rho", "--effects-from", str(example_results), "--rho",
+                   "0.5")  # fmt: skip
     assert code == 0
     prim = load_plan(tmp_path / "rho" / "plan.yaml").analyses[0]["settings"]
     assert prim["rho"] == 0.5 and "rho" not in {s["field"] for s in prim["effect_sources"]}
