@@ -178,7 +178,8 @@ def test_known_tables_give_the_exact_overrides(tmp_path) -> None:
     row = (tmp_path / BEHAVIOUR).read_text().splitlines()[b["lines"][0] - 1]
     assert row.startswith("corrected,pauses,pause_count,conflicts,2")
     text = source_text(inter)
-    assert "results/tables/moderation.csv line 19" in text and "/studies/pilot" in text
+    assert f"results/tables/moderation.csv of {tmp_path} line 19" in text
+    assert "fitted on study /studies/pilot (preset pilot)" in text
     # the behaviour by its table label, the results/ folder itself
     assert (
         effects_from_results(tmp_path / "results", behaviour="pauses")["behaviour"]
@@ -401,9 +402,13 @@ def test_design_runs_with_effects_from_the_example(example_results, study_dir, t
         str(effects)
     }
     text = (out / "preregistration.md").read_text()
-    assert "rating.interaction = " in text and "results/tables/moderation.csv line" in text
+    assert "rating.interaction = " in text
+    assert f"results/tables/moderation.csv of {example_results} line" in text
     assert f"fitted on study {EXAMPLE}" in text
     assert f"behaviour.slope = 0.25: given in {effects}" in text
+    side = json.loads((out / "tables" / "design_power.provenance.json").read_text())
+    assert str(example_results / MODERATION) in side["inputs"]
+    assert str(example_results / TABLE1) in side["inputs"] and str(effects) in side["inputs"]
     power = pd.read_csv(out / "tables" / "design_power.csv").set_index("analysis")
     assert power.loc["moderation_lmm", "effect"] == pytest.approx(mod["interaction"])
     assert power.loc["spearman_bt", "effect"] == pytest.approx(e["rho"])

@@ -232,8 +232,9 @@ def effects_from_results(
     points per SD of the metric covariate and per SD of expertise); ``behaviour``:
     :class:`~nonolab.design.power.BehaviourModel` fields (SD units, variance shares);
     ``rho``: the observed Spearman rho of Bradley-Terry strength with ``metric`` (unitless);
-    ``effect_sources``: one mapping per value (``field``, ``value``, ``file``, ``lines``,
-    ``rows``, ``formula``, ``study``). ``behaviour``: the behaviour's column
+    ``effect_sources``: one mapping per value (``field``, ``value``, ``file`` relative to
+    ``results``, ``lines``, ``rows``, ``formula``, ``study``, ``results``: the folder);
+    ``study_metric_sd``: SD of ``log1p(metric)`` over the study's puzzles. ``behaviour``: the behaviour's column
     (``pause_count``) or table label (``pauses``). Raises :class:`ResultsError` naming the
     file that is missing or cannot give a value."""
     root = check_results(results_dir)
@@ -256,6 +257,7 @@ def effects_from_results(
                 "rows": [k for _, k in used],
                 "formula": formula,
                 "study": study,
+                "results": str(root),
             }
         )
 
@@ -468,7 +470,20 @@ def source_text(src: Mapping[str, Any]) -> str:
     if "lines" not in src:
         return f"{head}: given in {src['file'] or 'the effects file'}"
     where = "; ".join(f"line {ln} ({k})" for ln, k in zip(src["lines"], src["rows"], strict=True))
-    return f"{head}: from {src['file']} {where}, {src['formula']}; fitted on study {src['study']}"
+    folder = f" of {src['results']}" if src.get("results") else ""
+    return (
+        f"{head}: from {src['file']}{folder} {where}, {src['formula']}; "
+        f"fitted on study {src['study']}"
+    )
+
+
+def source_files(sources: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Return the files (full paths) the ``sources`` took values from, each once, sorted."""
+    out = set()
+    for e in sources:
+        if e.get("file"):
+            out.add(str(Path(e.get("results", "")) / e["file"]) if "lines" in e else e["file"])
+    return sorted(out)
 
 
 __all__ = [
@@ -480,6 +495,7 @@ __all__ = [
     "effects_from_results",
     "merge_effects",
     "rating_from_moderation",
+    "source_files",
     "source_text",
     "to_pool_scale",
 ]

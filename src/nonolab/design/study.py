@@ -418,12 +418,16 @@ def run_design(
     )
     common = {"params": s.record(), "seeds": seeds}
     inputs = [p for p in (s.pool, s.pool_metrics) if p and Path(p).is_file()]
+    # the power tables' inputs: the tables the effect sizes came from (hashed in the sidecars)
+    from nonolab.design.effects import source_files
+
+    eff = [p for p in source_files(s.effect_sources) if Path(p).is_file()]
     write_table(sel_table, tables / "design_selection.csv", inputs=inputs, **common)
     write_table(crit, tables / "design_criterion.csv", inputs=inputs, **common)
     write_table(balance_table(balance_rows), tables / "design_balance.csv", **common)
-    write_table(_ordered(power_tab), tables / "design_power.csv", **common)
-    write_table(_ordered(curve_tab), tables / "design_power_curve.csv", **common)
-    write_table(pd.DataFrame(smallest_rows), tables / "design_smallest.csv", **common)
+    write_table(_ordered(power_tab), tables / "design_power.csv", inputs=eff, **common)
+    write_table(_ordered(curve_tab), tables / "design_power_curve.csv", inputs=eff, **common)
+    write_table(pd.DataFrame(smallest_rows), tables / "design_smallest.csv", inputs=eff, **common)
 
     # -- plan and pre-registration -------------------------------------------------------------
     from nonolab.design.prereg import preregistration
