@@ -418,3 +418,27 @@ def test_design_runs_with_effects_from_the_example(example_results, study_dir, t
     assert code == 0
     prim = load_plan(tmp_path / "rho" / "plan.yaml").analyses[0]["settings"]
     assert prim["rho"] == 0.5 and "rho" not in {s["field"] for s in prim["effect_sources"]}
+
+
+def test_workflow_design_takes_effects_from_its_own_results(example_results, study_dir) -> None:
+    cfg = example_results / "design.yaml"
+    cfg.write_text(
+        yaml.safe_dump(
+            {
+                "design": {
+                    "pool": str(study_dir / "nonograms10x10.txt"),
+                    "pool_metrics": str(study_dir / "nonogram_solver_stats.csv"),
+                    "puzzles": 6, "participants": [24], "k_curve": [6],
+                    "replications": 40, "lmm_replications": 20, "random_selections": 20,
+                    "effects_from_results": True,
+                }
+            }
+        )
+    )  # fmt: skip
+    code = main(["run", "--study", str(EXAMPLE), "--results", str(example_results), "--cores",
+                 "1", "--quiet", "design", "--", "--configfile", str(cfg)])  # fmt: skip
+    assert code == 0
+    plan = load_plan(example_results / "results" / "design" / "plan.yaml")
+    prim = plan.analyses[0]["settings"]
+    assert prim["rho"] == pytest.approx(effects_from_results(example_results)["rho"])
+    assert {s["file"] for s in prim["effect_sources"]} >= {MODERATION, TABLE1}
