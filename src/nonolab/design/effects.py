@@ -226,7 +226,9 @@ def effects_from_results(
     alignment: str = "corrected",
 ) -> dict[str, Any]:
     """Return the effect sizes a study's fitted models give (module docstring):
-    ``{"rating": {...}, "behaviour": {...}, "rho": float, "effect_sources": (...)}``.
+    ``{"rating": {...}, "behaviour": {...}, "rho": float, "study_metric_sd": float,
+    "effect_sources": (...)}``, the keyword arguments of
+    :func:`nonolab.design.study.settings_with` (:func:`merge_effects` adds a user's values).
 
     ``rating``: :class:`~nonolab.design.power.RatingModel` fields (rating points, rating
     points per SD of the metric covariate and per SD of expertise); ``behaviour``:
@@ -234,8 +236,9 @@ def effects_from_results(
     ``rho``: the observed Spearman rho of Bradley-Terry strength with ``metric`` (unitless);
     ``effect_sources``: one mapping per value (``field``, ``value``, ``file`` relative to
     ``results``, ``lines``, ``rows``, ``formula``, ``study``, ``results``: the folder);
-    ``study_metric_sd``: SD of ``log1p(metric)`` over the study's puzzles. ``behaviour``: the behaviour's column
-    (``pause_count``) or table label (``pauses``). Raises :class:`ResultsError` naming the
+    ``study_metric_sd``: SD of ``log1p(metric)`` over the study's puzzles (the slopes' unit;
+    ``run_design`` moves them to the pool's, :func:`to_pool_scale`). ``behaviour``: the
+    behaviour's column (``pause_count``) or table label (``pauses``). Raises :class:`ResultsError` naming the
     file that is missing or cannot give a value."""
     root = check_results(results_dir)
     try:
@@ -247,7 +250,9 @@ def effects_from_results(
         study += f" (preset {study_rec['preset']})"
     sources: list[dict[str, Any]] = []
 
-    def source(field: str, value: float, rel: str, used: list[tuple[int, str]], formula: str):
+    def source(
+        field: str, value: float, rel: str, used: list[tuple[int, str]], formula: str
+    ) -> None:
         sources.append(
             {
                 "field": field,
