@@ -31,6 +31,19 @@ settings = DesignSettings(
     random_selections=int(cfg.get("random_selections", 1000)),
     seed=int(seed if seed is not None else snakemake.params.seed),
 )
+if cfg.get("effects_from_results"):
+    from nonolab.design.effects import effects_from_results, merge_effects
+    from nonolab.design.study import settings_with
+
+    fitted = effects_from_results(
+        ".",
+        metric=settings.primary_metric,
+        solver=settings.solver,
+        encoding=settings.encoding,
+        behaviour=cfg.get("effects_behaviour", "pause_count"),
+    )
+    settings = settings_with(settings, **merge_effects(fitted, None))
+    log.info("effect sizes from this run's fits: %s", fitted["rating"] | fitted["behaviour"])
 reference = None
 schedule = snakemake.params.schedule
 if cfg.get("compare_with_study", True) and schedule:

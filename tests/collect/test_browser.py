@@ -518,3 +518,80 @@ def test_the_warmup_ends_at_its_time_limit(browser, plan, tmp_path):
         page.close()
     finally:
         srv.stop()
+
+
+def test_keyboard_selection_is_a_drag(browser, server, plan):
+    """Shift with the arrow keys selects a rectangle; Space fills it and X crosses it, each as
+    one `drag` action from the anchor to the cursor (what a mouse drag over the same rectangle
+    sends); Escape and a plain arrow key drop a selection. The server's board equals the ingest's
+    replay of the same drags (nonolab.study.board.Board)."""
+    import httpx
+
+    ctx = browser.new_context(viewport={"width": 900, "height": 820})
+    page = ctx.new_page()
+    sent: list[dict] = []
+
+    def on_request(req) -> None:
+        if req.method == "POST" and req.url.endswith("/events"):
+            sent.extend(json.loads(req.post_data or "{}").get("events", []))
+
+    page.on("request", on_request)
+    with httpx.Client(base_url=server.url) as client:
+        tok = join(client)
+        Scripted(client, tok).setup()
+        state = client.get(f"/api/s/{tok}/state").json()["session"]
+    page.goto(f"{server.url}/s/{tok}")
+    page.wait_for_selector(".grid .cell")
+    h, w = page.eval_on_selector(
+        ".grid", "g => [Number(g.style.getPropertyValue('--rows')), "
+        "Number(g.style.getPropertyValue('--cols'))]"
+    )  # fmt: skip
+    assert len(state["board"]) == h * w and h >= 3 and w >= 3
+    kb = page.keyboard
+    page.focus(".grid")
+    for _ in range(max(h, w)):  # the cursor to (0, 0)
+        kb.press("ArrowUp")
+        kb.press("ArrowLeft")
+    # Shift+Right twice, Shift+Down once, Space: fill rows 0-1, columns 0-2
+    for key in ("Shift+ArrowRight", "Shift+ArrowRight", "Shift+ArrowDown"):
+        kb.press(key)
+    assert page.eval_on_selector_all(".grid .cell.preview", "e => e.length") == 6
+    shot(page, "keyboard-selection")
+    kb.press("Space")
+    assert page.eval_on_selector_all(".grid .cell.preview", "e => e.length") == 0
+    # a selection dropped by Escape, then one dropped by a plain arrow key: nothing sent
+    kb.press("Shift+ArrowDown")
+    kb.press("Escape")
+    kb.press("Shift+ArrowLeft")
+    kb.press("ArrowLeft")  # drops the selection: cursor (2, 0)
+    kb.press("ArrowRight")  # cursor (2, 1), no selection
+    assert page.eval_on_selector_all(".grid .cell.preview", "e => e.length") == 0
+    # Shift+Up twice from (2, 1) then X: cross rows 0-2 of column 1 (a line, as a drag)
+    kb.press("Shift+ArrowUp")
+    kb.press("Shift+ArrowUp")
+    kb.press("x")
+    # one cell selected and back: a Space on it is a click
+    kb.press("Shift+ArrowRight")
+    kb.press("Shift+ArrowLeft")
+    kb.press("Space")
+    page.wait_for_function(
+        "(k) => (localStorage.getItem(k) || '[]') === '[]'",
+        arg=f"nonolab:{tok}:pending",
+        timeout=30000,
+    )
+    actions = [
+        {k: e[k] for k in ("kind", "mode", "start", "end", "r", "c", "value") if k in e}
+        for e in sent
+        if e.get("kind") in ("move", "drag")
+    ]
+    assert actions == [
+        {"kind": "drag", "mode": "flip", "start": {"r": 0, "c": 0}, "end": {"r": 1, "c": 2}},
+        {"kind": "drag", "mode": "cross", "start": {"r": 2, "c": 1}, "end": {"r": 0, "c": 1}},
+        {"kind": "move", "r": 0, "c": 1, "value": 1},
+    ], actions
+    ref = Board(h, w)
+    ref.drag("flip", [(r, c) for r in range(2) for c in range(3)])
+    ref.drag("cross", [(r, 1) for r in range(3)])
+    ref.move(0, 1, 1)
+    assert server_board(server, tok) == ref.cells.ravel().tolist()
+    ctx.close()

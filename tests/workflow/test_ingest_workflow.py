@@ -40,6 +40,27 @@ def test_ingest_and_features_rules(tmp_path, study_dir):
         assert (tmp_path / f"results/ingest/{name}.csv").exists()
         assert (tmp_path / f"results/ingest/{name}.provenance.json").exists()
     assert "preset he2026" in (tmp_path / "results/logs/ingest.log").read_text()
+    # a results folder whose ingest has no manifest (written before the manifest existed, or
+    # by hand) plans the ingest again instead of failing in `features`
+    manifest = tmp_path / "results/ingest/manifest.json"
+
+    def plans_ingest(target: str) -> bool:
+        dry = run_snakemake(
+            target,
+            directory=tmp_path,
+            configfiles=[CONFIG],
+            config={"study_dir": study_dir},
+            opts=["--rerun-triggers", "mtime", "-n"],
+        )
+        assert dry.returncode == 0, dry.stderr[-3000:]
+        return "rule ingest:" in dry.stdout + dry.stderr
+
+    assert not plans_ingest("results/features/attempts.csv")
+    kept = manifest.read_bytes()
+    manifest.unlink()
+    assert plans_ingest("results/features/attempts.csv")
+    assert plans_ingest("results/ingest/manifest.json")
+    manifest.write_bytes(kept)
     # the pauses stage writes the threshold; here the published value stands in for it
     (tmp_path / "results/pauses").mkdir(parents=True, exist_ok=True)
     (tmp_path / "results/pauses/threshold.json").write_text('{"threshold_used_s": 2.36}')

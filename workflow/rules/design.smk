@@ -20,11 +20,24 @@ DESIGN_POOL_INPUTS = (
     }
 )
 DESIGN_SCHEDULE = study_path("assignment_schedule")
+# design.effects_from_results: the effect sizes come from this run's fits (nonolab.design.effects)
+DESIGN_EFFECT_INPUTS = (
+    {
+        "moderation": "results/tables/moderation.csv",
+        "behaviour_models": "results/tables/behaviour_models.csv",
+        "table1": "results/tables/table1_spearman.csv",
+        "sat_metrics": "results/sat/metrics.csv",
+        "study_record": "results/ingest/study.json",
+    }
+    if DESIGN.get("effects_from_results")
+    else {}
+)
 
 
 rule design_study:
     input:
         **DESIGN_POOL_INPUTS,
+        **DESIGN_EFFECT_INPUTS,
     output:
         plan="results/design/plan.yaml",
         prereg="results/design/preregistration.md",

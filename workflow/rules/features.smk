@@ -6,6 +6,8 @@
 rule features:
     input:
         tables=expand("results/ingest/{t}.parquet", t=INGEST_TABLES),
+        # read_ingest checks the folder against it: one run's complete output, never a mix
+        manifest="results/ingest/manifest.json",
         threshold="results/pauses/threshold.json",
     output:
         csv=report(

@@ -32,6 +32,15 @@ at once:
   :func:`nonolab.stats.lmm_general.refit` per replication (warm-started from the first fit) and
   tested with Satterthwaite or Kenward-Roger df.
 
+Effect sizes from a study's fitted models (``nonolab design --effects-from``) are converted to
+these models' parameters by :mod:`nonolab.design.effects`: the moderation model's coefficients
+and variance components give :class:`RatingModel` (``b_x = difficulty_sd * metric_strength``,
+``var_puzzle = difficulty_sd^2 (1 - metric_strength^2)``, ``interaction`` and
+``expertise_effect`` as fitted, ``participant_sd^2 = var_participant``, ``residual_sd^2 =
+var_residual``), the behaviour model's give :class:`BehaviourModel` (slope and variances over
+the summed variance components), and the metric slopes are moved from the study's puzzles' SD
+of ``log1p(metric)`` to the pool's (:func:`nonolab.design.effects.to_pool_scale`).
+
 Every result carries its Monte-Carlo standard error ``sqrt(p (1 - p) / R)`` and a 95% Wilson
 interval.
 """

@@ -157,6 +157,7 @@ def preregistration(
         f"rating model {_inline(s.rating.record())}; behaviour model "
         f"{_inline(s.behaviour.record())}.",
         "",
+        *_effect_sources(s),
         to_markdown(_power_view(power)),
         "",
         "### Power curves",
@@ -175,6 +176,22 @@ def preregistration(
         "",
     ]
     return "\n".join(lines)
+
+
+def _effect_sources(s: Any) -> list[str]:
+    """Return the lines saying where each effect size came from (none: the defaults)."""
+    if not s.effect_sources:
+        return []
+    from nonolab.design.effects import source_text
+
+    return [
+        "Effect sizes taken from a study's fitted models (`--effects-from`; a value given in "
+        "`--effects` replaces the fitted one). The observed Spearman rho of a small study is a "
+        "noisy estimate of the population value:",
+        "",
+        *[f"* {source_text(e)}" for e in s.effect_sources],
+        "",
+    ]
 
 
 def _inline(d: Mapping[str, Any]) -> str:

@@ -113,6 +113,12 @@ class DesignSettings:
     behaviour: BehaviourModel = field(default_factory=BehaviourModel)
     solver: str = "minisat22"
     encoding: str = "block_start"
+    #: where each effect size came from (:func:`nonolab.design.effects.effects_from_results`;
+    #: empty: the defaults or a user YAML)
+    effect_sources: tuple[dict[str, Any], ...] = ()
+    #: SD of log1p(primary metric) over the puzzles of the study the fitted effects came from
+    #: (their slopes are per that SD); None: the effects are on the pool's scale
+    study_metric_sd: float | None = None
 
     def seeds(self) -> dict[str, int]:
         """Return the named seeds derived from :attr:`seed` (selection, schedule, power,
@@ -227,6 +233,14 @@ def run_design(
     pool = load_pool(s.pool, s.pool_metrics, solver=s.solver, encoding=s.encoding)
     el = eligible(pool, s.constraints)
     say(f"pool: {len(pool)} puzzles, {len(el)} eligible")
+    if s.study_metric_sd is not None:  # fitted effects: per SD of the study's puzzles
+        from nonolab.design.effects import to_pool_scale
+
+        pool_sd = float(np.log1p(el[s.primary_metric].to_numpy(dtype=float)).std())
+        r, b, src = to_pool_scale(
+            s.rating, s.behaviour, s.effect_sources, s.study_metric_sd, pool_sd
+        )
+        s = replace(s, rating=r, behaviour=b, effect_sources=src)
     metrics = list(s.selection_metrics)
     if s.primary_metric not in metrics:
         metrics = [s.primary_metric, *metrics]
@@ -404,12 +418,16 @@ def run_design(
     )
     common = {"params": s.record(), "seeds": seeds}
     inputs = [p for p in (s.pool, s.pool_metrics) if p and Path(p).is_file()]
+    # the power tables' inputs: the tables the effect sizes came from (hashed in the sidecars)
+    from nonolab.design.effects import source_files
+
+    eff = [p for p in source_files(s.effect_sources) if Path(p).is_file()]
     write_table(sel_table, tables / "design_selection.csv", inputs=inputs, **common)
     write_table(crit, tables / "design_criterion.csv", inputs=inputs, **common)
     write_table(balance_table(balance_rows), tables / "design_balance.csv", **common)
-    write_table(_ordered(power_tab), tables / "design_power.csv", **common)
-    write_table(_ordered(curve_tab), tables / "design_power_curve.csv", **common)
-    write_table(pd.DataFrame(smallest_rows), tables / "design_smallest.csv", **common)
+    write_table(_ordered(power_tab), tables / "design_power.csv", inputs=eff, **common)
+    write_table(_ordered(curve_tab), tables / "design_power_curve.csv", inputs=eff, **common)
+    write_table(pd.DataFrame(smallest_rows), tables / "design_smallest.csv", inputs=eff, **common)
 
     # -- plan and pre-registration -------------------------------------------------------------
     from nonolab.design.prereg import preregistration
@@ -547,10 +565,16 @@ _TESTS = {
 def _settings(name: str, s: DesignSettings) -> dict[str, Any]:
     base = {"metric": s.primary_metric, "metric_transform": "log1p_z", "missing": s.missing}
     if name == "spearman_bt":
-        return base | {"rho": s.rho, "bt_ridge": 0.01, "rating": "final_difficulty"}
-    if name == "behaviour_lmm":
-        return base | {"effect_sd_units": s.behaviour.slope, **s.behaviour.record()}
-    return base | s.rating.record()
+        out = base | {"rho": s.rho, "bt_ridge": 0.01, "rating": "final_difficulty"}
+        used = ("rho", "rating.")
+    elif name == "behaviour_lmm":
+        out = base | {"effect_sd_units": s.behaviour.slope, **s.behaviour.record()}
+        used = ("behaviour.",)
+    else:
+        out = base | s.rating.record()
+        used = ("rating.",)
+    src = [dict(e) for e in s.effect_sources if str(e["field"]).startswith(used)]
+    return out | ({"effect_sources": src} if src else {})
 
 
 def _design(

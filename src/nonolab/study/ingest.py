@@ -1259,7 +1259,8 @@ def check_ingest_folder(out_dir: str | Path) -> str:
     except (OSError, ValueError, KeyError, TypeError):
         raise StudyError(
             f"ingest folder {out} has no readable {MANIFEST}: it is not the complete output of "
-            "one `nonolab ingest` run; run the ingest again"
+            "one `nonolab ingest` run; run the ingest again (`nonolab ingest STUDY OUT`, or "
+            "`nonolab run`, which plans it)"
         ) from None
     for name, want in files.items():
         path = out / name
@@ -1268,7 +1269,8 @@ def check_ingest_folder(out_dir: str | Path) -> str:
         if file_sha256(path) != want:
             raise StudyError(
                 f"ingest folder {out} is inconsistent: {name} is not the file its run "
-                f"{run_id[:12]} wrote (a mix of two runs?); run the ingest again"
+                f"{run_id[:12]} wrote (a mix of two runs?); run the ingest again (`nonolab "
+                "ingest STUDY OUT`, or `nonolab run -- --forcerun ingest`)"
             )
     missing = [f"{t}.parquet" for t in TABLES if f"{t}.parquet" not in files]
     if missing:

@@ -29,6 +29,10 @@ def _pair(text: str) -> tuple[float, float]:
     return lo, hi
 
 
+def _without_rho(sources: tuple) -> tuple:
+    return tuple(e for e in sources if e["field"] != "rho")
+
+
 def _run(args: argparse.Namespace) -> int:
     from nonolab.design.selection import Constraints
     from nonolab.design.study import (
@@ -49,7 +53,7 @@ def _run(args: argparse.Namespace) -> int:
         participants=tuple(sorted(set(args.participants))),
         k_curve=tuple(sorted(set(args.k_curve))),
         target_power=args.target_power,
-        rho=args.rho,
+        rho=0.6,
         alpha=args.alpha,
         missing=args.missing,
         primary_metric=args.metric,
@@ -68,8 +72,24 @@ def _run(args: argparse.Namespace) -> int:
         seed=args.seed,
         name=args.name,
     )
-    if args.effects:
-        s = settings_with(s, **load_effects(args.effects))
+    fitted = None
+    if args.effects_from:
+        from nonolab.design.effects import effects_from_results
+
+        fitted = effects_from_results(
+            args.effects_from,
+            metric=args.metric,
+            solver=s.solver,
+            encoding=s.encoding,
+            behaviour=args.effects_behaviour,
+        )
+    if fitted is not None or args.effects:
+        from nonolab.design.effects import merge_effects
+
+        user = load_effects(args.effects) if args.effects else None
+        s = settings_with(s, **merge_effects(fitted, user, args.effects))
+    if args.rho is not None:
+        s = settings_with(s, rho=args.rho, effect_sources=_without_rho(s.effect_sources))
     ref = None
     if args.reference_study:
         ref = reference_from_study(
@@ -145,8 +165,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--rho",
         type=float,
-        default=0.6,
-        help="population Spearman rho of the primary test (default: %(default)s)",
+        default=None,
+        help="population Spearman rho of the primary test (default: the observed rho of "
+        "--effects-from, else 0.6)",
     )
     p.add_argument("--alpha", type=float, default=0.05, help="test level (default: %(default)s)")
     p.add_argument(
@@ -208,7 +229,23 @@ def register(sub: argparse._SubParsersAction) -> None:
         default=1000,
         help="random selections the D-criterion is compared with (default: %(default)s)",
     )
-    p.add_argument("--effects", help="YAML with rating: and behaviour: effect-size overrides")
+    p.add_argument(
+        "--effects",
+        help="YAML with rating: and behaviour: effect-size overrides; with --effects-from, "
+        "a value given here replaces the fitted one",
+    )
+    p.add_argument(
+        "--effects-from",
+        metavar="RESULTS",
+        help="results folder of `nonolab run` (a pilot or the public study): take the rating "
+        "model, the behaviour model and rho from its fitted models (moderation.csv, "
+        "behaviour_models.csv, table1_spearman.csv; --effects and --rho override them)",
+    )
+    p.add_argument(
+        "--effects-behaviour",
+        default="pause_count",
+        help="behaviour of --effects-from's behaviour model (default: %(default)s)",
+    )
     p.add_argument(
         "--reference-study",
         help="study folder whose design is compared (puzzle file and schedule file)",

@@ -318,8 +318,10 @@ def run_logged(cmd: list[str], log_path: Path, mode: str, out: TextIO) -> Outcom
 
     progress = JobProgress()
     log_path.parent.mkdir(parents=True, exist_ok=True)
-    with open(log_path, "w", encoding="utf-8") as log:
-        proc = subprocess.Popen(
+    # the Popen context closes the pipe when Snakemake ends (no unclosed-file warning)
+    with (
+        open(log_path, "w", encoding="utf-8") as log,
+        subprocess.Popen(
             cmd,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
@@ -327,7 +329,8 @@ def run_logged(cmd: list[str], log_path: Path, mode: str, out: TextIO) -> Outcom
             encoding="utf-8",
             errors="replace",
             bufsize=1,
-        )
+        ) as proc,
+    ):
         assert proc.stdout is not None
         try:
             for line in proc.stdout:

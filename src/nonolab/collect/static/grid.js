@@ -49,7 +49,8 @@ export function createGrid(container, puzzle, opts) {
   table.tabIndex = 0;
   table.setAttribute("role", "grid");
   table.setAttribute("aria-label", `Puzzle grid, ${h} rows by ${w} columns. Arrow keys move, ` +
-    "Space fills, X crosses, Delete clears.");
+    "Shift with arrow keys selects a rectangle, Space fills, X crosses, Delete clears, " +
+    "Escape drops the selection.");
   table.appendChild(el("div", "corner"));
   puzzle.columns.forEach((clue) => {
     const d = el("div", "clue col-clue");
@@ -106,6 +107,7 @@ export function createGrid(container, puzzle, opts) {
   }
 
   let press = null;
+  let anchor = null; // keyboard selection: Shift+arrow keys stretch a rectangle from this cell
   function clearPreview() { cells.forEach((d) => d.classList.remove("preview")); }
   function preview(a, b) {
     clearPreview();
@@ -119,6 +121,7 @@ export function createGrid(container, puzzle, opts) {
     if (!at || opts.disabled?.()) return;
     e.preventDefault();
     keyboard = false;
+    anchor = null;
     table.focus({ preventScroll: true });
     cursor = at;
     const tool = e.button === 2 ? "cross" : opts.getTool();
@@ -147,24 +150,46 @@ export function createGrid(container, puzzle, opts) {
   table.addEventListener("pointercancel", finish);
   table.addEventListener("focus", render);
   table.addEventListener("blur", render);
+  // Space / Enter / X on a keyboard selection is what releasing a mouse drag over the same
+  // rectangle is (one `drag` action from the anchor to the cursor); on one cell, a click.
+  function keyAct(tool) {
+    const a = anchor;
+    anchor = null;
+    clearPreview();
+    if (a && (a.r !== cursor.r || a.c !== cursor.c)) {
+      emit({ kind: "drag", mode: tool === "cross" ? "cross" : "flip", start: a, end: { ...cursor } });
+    } else {
+      emit({ kind: "move", r: cursor.r, c: cursor.c, value: clickValue(cursor.r, cursor.c, tool) });
+    }
+  }
   table.addEventListener("keydown", (e) => {
     if (opts.disabled?.()) return;
     keyboard = true;
     const k = e.key;
     const moves = { ArrowUp: [-1, 0], ArrowDown: [1, 0], ArrowLeft: [0, -1], ArrowRight: [0, 1] };
     if (moves[k]) {
+      if (e.shiftKey && !anchor) anchor = { ...cursor };
+      if (!e.shiftKey && anchor) { anchor = null; clearPreview(); }
       cursor = { r: Math.min(h - 1, Math.max(0, cursor.r + moves[k][0])),
                  c: Math.min(w - 1, Math.max(0, cursor.c + moves[k][1])) };
       e.preventDefault();
+      if (anchor) preview(anchor, cursor);
       render();
     } else if (k === " " || k === "Enter") {
       e.preventDefault();
-      emit({ kind: "move", r: cursor.r, c: cursor.c, value: clickValue(cursor.r, cursor.c, opts.getTool()) });
+      keyAct(opts.getTool());
     } else if (k === "x" || k === "X") {
       e.preventDefault();
-      emit({ kind: "move", r: cursor.r, c: cursor.c, value: clickValue(cursor.r, cursor.c, "cross") });
+      keyAct("cross");
+    } else if (k === "Escape" && anchor) {
+      e.preventDefault();
+      anchor = null;
+      clearPreview();
+      render();
     } else if (k === "Delete" || k === "Backspace") {
       e.preventDefault();
+      anchor = null;
+      clearPreview();
       emit({ kind: "move", r: cursor.r, c: cursor.c, value: 0 });
     }
   });

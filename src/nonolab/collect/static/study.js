@@ -134,7 +134,8 @@ const INSTRUCTIONS = [
   "Click (or tap) a cell to fill it; click again to clear it. With the Cross tool (or a right " +
     "click, or the X key) you mark a cell you know is empty.",
   "Press and drag across cells to fill (or cross) a whole rectangle at once.",
-  "Keyboard: arrow keys move, Space fills, X crosses, Delete clears.",
+  "Keyboard: arrow keys move, Space fills, X crosses, Delete clears; hold Shift with the " +
+    "arrow keys to select a rectangle, then Space or X fills or crosses it (Escape drops it).",
   "Undo reverses your last change, Reset clears the board, Hint points at a wrong cell, " +
     "Check tells you whether the puzzle is solved, Skip gives up on a puzzle.",
 ];

@@ -28,7 +28,7 @@ def power_curve_figure(curve: pd.DataFrame, target: float | None = None) -> Figu
     if missing:
         raise ValueError(f"power curve table lacks columns {sorted(missing)}")
     with style():
-        fig, axes = new_figure(1, 2, width_in=DOUBLE_WIDTH_IN, height_in=2.6, sharey=True)
+        fig, axes = new_figure(1, 2, width_in=DOUBLE_WIDTH_IN, height_in=3.0, sharey=True)
         for ax, (name, x, label) in zip(
             axes,
             (
@@ -59,7 +59,10 @@ def power_curve_figure(curve: pd.DataFrame, target: float | None = None) -> Figu
             )
             ax.set_title(f"power over {name} ({fixed})")
         axes[0].set_ylabel("power (MC 95% band)")
-        axes[0].legend(loc="lower right")
+        # one legend under both panels: inside, it covered the curves that rise to its corner
+        handles, labels = axes[0].get_legend_handles_labels()
+        if handles:
+            fig.legend(handles, labels, loc="outside lower center", ncol=len(handles))
     return fig
 
 
