@@ -38,6 +38,7 @@ from nonolab.core.tables import (
     write_table,
 )
 from nonolab.study.ingest import check_ingest_folder
+from nonolab.study.presets import StudyError
 from nonolab.study.schemas import read_csv, read_table
 
 REPO = Path(__file__).resolve().parents[2]
@@ -223,6 +224,42 @@ def test_ingest_refuses_to_replace_a_folder_of_other_files(tmp_path, capsys):
     assert main(["ingest", str(EXAMPLE), str(out)]) == 2
     assert "not an ingest output" in capsys.readouterr().err
     assert (out / "thesis.tex").read_text() == "precious"
+
+
+def test_ingest_replaces_its_own_folder_whatever_of_it_is_left(tmp_path):
+    """What Snakemake leaves of an ingest folder before running the job again (it removes the
+    declared outputs, manifest and summary among them, and keeps the provenance sidecars), or
+    any other part of the files an ingest writes, is replaced; one file of another kind among
+    them stops the ingest and is kept. Random subsets, seeded."""
+    from nonolab.study.ingest import ingest_file_names, ingest_study, write_ingest
+    from nonolab.study.presets import resolve_preset
+
+    study = _study_subset(tmp_path / "s", 4)
+    result = ingest_study(study, resolve_preset(study))
+    extra = {"study.json": {"study": "s"}}
+    out = tmp_path / "out"
+    write_ingest(result, out, extra_json=extra)
+    written = sorted(f.name for f in out.iterdir())
+    assert set(written) <= ingest_file_names(extra) and "manifest.json" in written
+    rng = random.Random(20261205)
+    for case in range(12):
+        keep = [n for n in written if n not in ("manifest.json", "summary.json")]
+        keep = rng.sample(keep, rng.randint(1, len(keep)))
+        for f in out.iterdir():
+            if f.name not in keep:
+                f.unlink()
+        stray = case % 3 == 0
+        if stray:
+            (out / rng.choice(["notes.txt", "attempts.xlsx", "README"])).write_text("mine")
+            with pytest.raises(StudyError, match="not an ingest output"):
+                write_ingest(result, out, extra_json=extra)
+            assert sum(f.read_text() == "mine" for f in out.iterdir() if f.suffix != ".parquet")
+            for f in out.iterdir():
+                if f.name not in written:
+                    f.unlink()
+        write_ingest(result, out, extra_json=extra)
+        assert sorted(f.name for f in out.iterdir()) == written
+        check_ingest_folder(out)
 
 
 @pytest.mark.slow

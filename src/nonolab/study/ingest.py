@@ -1189,6 +1189,16 @@ def _events_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
 MANIFEST = "manifest.json"
 
 
+def ingest_file_names(extra_json: dict[str, Any] | None = None) -> frozenset[str]:
+    """Return the names of the files :func:`write_ingest` writes into its folder: each table's
+    Parquet file, CSV file (human-facing tables) and provenance sidecar, ``summary.json``,
+    ``manifest.json``, ``study.json`` and the names of ``extra_json``."""
+    names = {"summary.json", MANIFEST, "study.json", *(extra_json or {})}
+    for t in TABLES:
+        names |= {f"{t}.parquet", f"{t}.csv", f"{t}.provenance.json"}
+    return frozenset(names)
+
+
 def write_ingest(
     result: IngestResult,
     out_dir: str | Path,
@@ -1214,7 +1224,12 @@ def write_ingest(
     if out.exists() and not out.is_dir():
         raise StudyError(f"output folder {out} exists and is not a folder; give another path")
     if out.is_dir() and any(out.iterdir()):
-        if not ((out / MANIFEST).is_file() or (out / "summary.json").is_file()):
+        ours = ingest_file_names(extra_json)
+        marked = (out / MANIFEST).is_file() or (out / "summary.json").is_file()
+        # without its manifest and summary (Snakemake removes a job's declared outputs before
+        # running it again, leaving the provenance sidecars) the folder is still ours when it
+        # holds nothing but files an ingest writes
+        if not marked and not all(f.is_file() and f.name in ours for f in out.iterdir()):
             raise StudyError(
                 f"output folder {out} holds files that are not an ingest output (no {MANIFEST} "
                 "or summary.json); the ingest replaces its whole output folder: give an empty "
