@@ -32,18 +32,15 @@ settings = DesignSettings(
     seed=int(seed if seed is not None else snakemake.params.seed),
 )
 if cfg.get("effects_from_results"):
-    from nonolab.design.effects import effects_from_results, merge_effects
-    from nonolab.design.study import settings_with
+    from nonolab.design.study import settings_with_effects
 
-    fitted = effects_from_results(
-        ".",
-        metric=settings.primary_metric,
-        solver=settings.solver,
-        encoding=settings.encoding,
-        behaviour=cfg.get("effects_behaviour", "pause_count"),
+    settings = settings_with_effects(
+        settings, ".", behaviour=cfg.get("effects_behaviour", "pause_count")
     )
-    settings = settings_with(settings, **merge_effects(fitted, None))
-    log.info("effect sizes from this run's fits: %s", fitted["rating"] | fitted["behaviour"])
+    log.info(
+        "effect sizes from this run's fits: %s",
+        {src["field"]: src["value"] for src in settings.effect_sources},
+    )
 reference = None
 schedule = snakemake.params.schedule
 if cfg.get("compare_with_study", True) and schedule:

@@ -642,6 +642,35 @@ def settings_with(s: DesignSettings, **kw: Any) -> DesignSettings:
     return replace(s, **kw)
 
 
+def settings_with_effects(
+    s: DesignSettings,
+    results_dir: str | Path | None = None,
+    *,
+    behaviour: str = "pause_count",
+    effects_file: str | Path | None = None,
+) -> DesignSettings:
+    """Return ``s`` with the effect sizes of a study's fits (``results_dir``:
+    :func:`nonolab.design.effects.effects_from_results` for ``s``'s primary metric, solver and
+    encoding and the ``behaviour`` outcome) and a user's YAML (``effects_file``:
+    :func:`load_effects`) on top, each value's source recorded
+    (:func:`nonolab.design.effects.merge_effects`); ``s`` itself when neither is given."""
+    from nonolab.design.effects import effects_from_results, merge_effects
+
+    fitted = None
+    if results_dir is not None:
+        fitted = effects_from_results(
+            results_dir,
+            metric=s.primary_metric,
+            solver=s.solver,
+            encoding=s.encoding,
+            behaviour=behaviour,
+        )
+    if fitted is None and effects_file is None:
+        return s
+    user = load_effects(effects_file) if effects_file is not None else None
+    return settings_with(s, **merge_effects(fitted, user, effects_file))
+
+
 def load_effects(path: str | Path) -> dict[str, dict[str, float]]:
     """Return user-given effect sizes from a YAML/JSON file with optional ``rating:`` and
     ``behaviour:`` mappings (field names of :class:`RatingModel` / :class:`BehaviourModel`)."""
@@ -659,6 +688,7 @@ __all__ = [
     "DesignSettings",
     "Reference",
     "load_effects",
+    "settings_with_effects",
     "reference_from_study",
     "run_design",
     "settings_with",

@@ -37,10 +37,10 @@ def _run(args: argparse.Namespace) -> int:
     from nonolab.design.selection import Constraints
     from nonolab.design.study import (
         DesignSettings,
-        load_effects,
         reference_from_study,
         run_design,
         settings_with,
+        settings_with_effects,
     )
     from nonolab.report.figures.design import write_design_figures
 
@@ -72,22 +72,12 @@ def _run(args: argparse.Namespace) -> int:
         seed=args.seed,
         name=args.name,
     )
-    fitted = None
-    if args.effects_from:
-        from nonolab.design.effects import effects_from_results
-
-        fitted = effects_from_results(
-            args.effects_from,
-            metric=args.metric,
-            solver=s.solver,
-            encoding=s.encoding,
-            behaviour=args.effects_behaviour,
-        )
-    if fitted is not None or args.effects:
-        from nonolab.design.effects import merge_effects
-
-        user = load_effects(args.effects) if args.effects else None
-        s = settings_with(s, **merge_effects(fitted, user, args.effects))
+    s = settings_with_effects(
+        s,
+        args.effects_from or None,
+        behaviour=args.effects_behaviour,
+        effects_file=args.effects or None,
+    )
     if args.rho is not None:
         s = settings_with(s, rho=args.rho, effect_sources=_without_rho(s.effect_sources))
     ref = None
