@@ -34,6 +34,11 @@ def _without_rho(sources: tuple) -> tuple:
 
 
 def _run(args: argparse.Namespace) -> int:
+    from nonolab.design.options import (
+        check_design_options,
+        check_effect_models,
+        read_effects_file,
+    )
     from nonolab.design.selection import Constraints
     from nonolab.design.study import (
         DesignSettings,
@@ -44,6 +49,10 @@ def _run(args: argparse.Namespace) -> int:
     )
     from nonolab.report.figures.design import write_design_figures
 
+    # every option and effect size against the plan schema, before anything is computed
+    check_design_options(vars(args))
+    if args.effects:
+        read_effects_file(args.effects)
     ls = {"yes": True, "no": False, "any": None}[args.line_solvable]
     s = DesignSettings(
         pool=args.pool,
@@ -80,6 +89,8 @@ def _run(args: argparse.Namespace) -> int:
     )
     if args.rho is not None:
         s = settings_with(s, rho=args.rho, effect_sources=_without_rho(s.effect_sources))
+    where = " and ".join(x for x in (args.effects_from, args.effects) if x) or "the defaults"
+    check_effect_models(s.rating, s.behaviour, f"the effect sizes of {where}")
     ref = None
     if args.reference_study:
         ref = reference_from_study(
