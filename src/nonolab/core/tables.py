@@ -18,6 +18,7 @@ import csv
 import errno
 import json
 import os
+import re
 import shutil
 import tempfile
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -408,28 +409,88 @@ def _fmt(v: Any) -> str:
     return str(v)
 
 
+#: characters a Markdown (CommonMark/GFM) table cell escapes with a backslash: the column
+#: separator, the escape itself and every inline-syntax opener (code, emphasis, links,
+#: strikethrough); ``_`` only where it could open or close emphasis (not inside a word)
+_MD_BACKSLASHED = frozenset("\\|`*[]~")
+#: HTML's special characters as entities: no cell carries live HTML or an entity of its own
+_MD_ENTITIES = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
+#: line ends (CommonMark's, and what tabulate and str.splitlines split on), one ``<br>`` each
+_LINE_END = re.compile(r"\r\n|[\r\n\v\f\x1c\x1d\x1e\x85\u2028\u2029]")
+
+
+def markdown_cell(text: str) -> str:
+    """Return ``text`` escaped for one cell of a GitHub Markdown table: ``\\ | ` * [ ] ~``
+    and a ``_`` that is not inside a word backslash-escaped, ``& < >`` as entities, each line
+    end as ``<br>`` (the one HTML a cell holds) and NUL as U+FFFD (as CommonMark reads it), so
+    that no value can shift the columns, end the row, format text or carry live HTML. A
+    Markdown reader gives back ``text`` (line ends as line breaks; leading and trailing spaces
+    are not kept by Markdown)."""
+    out = []
+    n = len(text)
+    for i, ch in enumerate(text):
+        if ch in _MD_BACKSLASHED:
+            out.append("\\" + ch)
+        elif ch == "_":
+            inside = 0 < i < n - 1 and text[i - 1].isalnum() and text[i + 1].isalnum()
+            out.append("_" if inside else "\\_")
+        elif ch in _MD_ENTITIES:
+            out.append(_MD_ENTITIES[ch])
+        elif ch == "\x00":
+            out.append("\ufffd")
+        else:
+            out.append(ch)
+    return _LINE_END.sub("<br>", "".join(out))
+
+
 def to_markdown(df: Table, caption: str | None = None) -> str:
     """Return ``df`` as a GitHub Markdown table (pandas ``DataFrame.to_markdown``, which uses
     tabulate), numbers as :func:`_fmt` writes them (3 decimals; 4 significant digits below
-    0.001), with an optional caption line."""
-    cells = df.astype(object).map(_fmt)
+    0.001), every cell and column name escaped (:func:`markdown_cell`), with an optional
+    caption line (escaped the same way)."""
+    cells = df.astype(object).map(lambda v: markdown_cell(_fmt(v)))
+    cells.columns = [markdown_cell(str(c)) for c in df.columns]
     text = cells.to_markdown(index=False, tablefmt="github", disable_numparse=True)
-    return (f"{caption}\n\n" if caption else "") + text + "\n"
+    return (f"{markdown_cell(caption)}\n\n" if caption else "") + text + "\n"
+
+
+#: what LaTeX cannot take in a cell as it is: line ends (two make a paragraph break, which
+#: ends a tabular with an error) and the other control characters (catcode "invalid")
+_TEX_UNSAFE = re.compile(r"[\x00-\x1f\x7f\x85\u2028\u2029]")
+
+
+def latex_plain(text: str) -> str:
+    """Return ``text`` with every line end and control character as one space (before it is
+    escaped: :func:`_tex_escape`, or the Styler's ``escape="latex"``)."""
+    return _TEX_UNSAFE.sub(" ", text)
+
+
+#: LaTeX's special characters and what stands for each (as pandas' ``Styler`` escapes a cell)
+_TEX_SPECIAL = {
+    "\\": r"\textbackslash ",
+    "&": r"\&",
+    "%": r"\%",
+    "$": r"\$",
+    "#": r"\#",
+    "_": r"\_",
+    "{": r"\{",
+    "}": r"\}",
+    "~": r"\textasciitilde ",
+    "^": r"\textasciicircum ",
+}
 
 
 def _tex_escape(s: str) -> str:
-    """Return ``s`` with LaTeX's special characters escaped (for the caption, which Styler
-    passes through as it is)."""
-    for a, b in (
-        ("\\", r"\textbackslash{}"),
-        ("_", r"\_"),
-        ("%", r"\%"),
-        ("&", r"\&"),
-        ("#", r"\#"),
-        ("$", r"\$"),
-    ):
-        s = s.replace(a, b)
-    return s
+    r"""Return ``s`` escaped for LaTeX text as pandas' ``Styler`` escapes a cell (``\\ & % $
+    # _ { } ~ ^``; a space after a control word kept as ``\space``), line ends and control
+    characters as spaces (:func:`latex_plain`)."""
+    out = []
+    for ch in latex_plain(s):
+        if out and out[-1].endswith(" ") and out[-1].startswith("\\text") and ch == " ":
+            out.append(r"\space ")
+        else:
+            out.append(_TEX_SPECIAL.get(ch, ch))
+    return "".join(out)
 
 
 def _is_numeric(dtype: Any) -> bool:
@@ -440,13 +501,14 @@ def _is_numeric(dtype: Any) -> bool:
 
 def to_latex(df: Table, caption: str | None = None) -> str:
     """Return ``df`` as a LaTeX booktabs ``tabular`` in a ``table`` float (pandas
-    ``Styler.to_latex(hrules=True)``), numbers as :func:`_fmt` writes them, text escaped for
-    LaTeX; numeric columns right-aligned."""
+    ``Styler.to_latex(hrules=True)``), numbers as :func:`_fmt` writes them, text (cells, column
+    names, caption) escaped for LaTeX with line ends and control characters as spaces
+    (:func:`latex_plain`); numeric columns right-aligned."""
     align = "".join("r" if _is_numeric(df[c].dtype) else "l" for c in df.columns)
     styler = (
         df.style.hide(axis="index")
-        .format(_fmt, escape="latex")
-        .format_index(escape="latex", axis=1)
+        .format(lambda v: latex_plain(_fmt(v)), escape="latex")
+        .format_index(lambda c: latex_plain(str(c)), escape="latex", axis=1)
     )
     return styler.to_latex(
         hrules=True,
