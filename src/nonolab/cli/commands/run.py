@@ -21,8 +21,8 @@ Every argument after ``--`` goes to Snakemake as it is (``-n`` for a dry run, ``
 ``--config key=value``); with a dry run or another of Snakemake's inspection options
 (:data:`SHOW_SNAKEMAKE`) Snakemake's output is shown as it is and nothing else happens.
 Snakemake's own ``--report`` is refused (its page does not escape the study's strings; the
-study report is ``nonolab report``), and so is a study whose paths contain ``<name>``, which
-Snakemake reads as a path variable (:func:`check_snakemake_paths`).
+study report is ``nonolab report``), and so is a study whose paths contain ``<name>`` or
+``{name}``, which Snakemake reads as a path variable or a wildcard (:func:`check_snakemake_paths`).
 """
 
 from __future__ import annotations
@@ -270,36 +270,19 @@ def check_study(study_dir: str | os.PathLike, preset: str) -> Any:
     return p
 
 
-#: what Snakemake (9.x) reads as a path variable in a rule's file path: ``<name>`` with a
-#: lower-case name (``<results>``, ``<logs>``, ...); an undefined one stops the whole workflow
-SNAKEMAKE_PATHVAR = re.compile(r"<[a-z][a-z0-9_]*>")
-
-
 def check_snakemake_paths(study: Path, preset: Any, sources: list[Any]) -> None:
     """Raise :class:`nonolab.study.presets.StudyError` when a path the workflow hands to
-    Snakemake contains ``<name>`` (:data:`SNAKEMAKE_PATHVAR`): the study folder, the preset file,
-    a file the preset names (puzzle file, schedule, coded responses, published tables) or a log
-    file the ingest reads. Snakemake would stop with ``UndefinedPathvarException`` and a
-    traceback; the message names the path and the part to rename instead. Returns None."""
-    from nonolab.study.presets import StudyError, preset_paths
+    Snakemake contains ``<name>`` or ``{name}``
+    (:func:`nonolab.study.snakemake_names.snakemake_name_problems`, the rule ``validate``
+    uses): the study folder, the preset file, a file the preset names or a log file. Snakemake
+    would stop with a traceback; the message names the path and the part to rename instead.
+    Returns None."""
+    from nonolab.study.presets import StudyError
+    from nonolab.study.snakemake_names import snakemake_name_problems
 
-    paths: list[tuple[str, str]] = [("the study folder", str(study))]
-    paths.append((f"the preset file of {preset.name!r}", str(preset.path)))
-    for key, value in preset_paths(preset.data):
-        if not key.startswith(("log_globs", "participants.")):  # globs: their files follow
-            paths.append((f"the file the preset names as `{key}`", str(study / value)))
-    for s in sources:
-        paths.append(("the log file", str(s.path)))
-    for what, path in paths:
-        m = SNAKEMAKE_PATHVAR.search(path)
-        if m is None:
-            continue
-        raise StudyError(
-            f"{what} {path} contains {m.group()!s}, which Snakemake reads as a path variable "
-            "(`<name>` with a lower-case name) and cannot take in a file path. Rename it so "
-            "that no `<` is followed by lower-case letters and a `>` (for example "
-            f"{m.group()[1:-1]!r} instead of {m.group()!r})."
-        )
+    problems = snakemake_name_problems(study, preset, sources)
+    if problems:
+        raise StudyError(problems[0]["reason"])
 
 
 @dataclass

@@ -113,6 +113,7 @@ def validation_report(result: Any, study: Path, preset: Any, sources: list[Any])
             problems.append(rec)
         else:
             known.append({**rec, "known": why})
+    problems += snakemake_name_rows(study, preset, sources)
     s = result.summary
     warnings = puzzle_warnings(study, preset) + glob_warnings(study, preset)
     summary = {
@@ -135,6 +136,25 @@ def validation_report(result: Any, study: Path, preset: Any, sources: list[Any])
         "known": known,
         "summary": summary,
     }
+
+
+def snakemake_name_rows(study: Path, preset: Any, sources: list[Any]) -> list[dict[str, Any]]:
+    """Return one problem per path ``nonolab run`` refuses because Snakemake would read a part
+    of it as a path variable or a wildcard (the same rule:
+    :func:`nonolab.study.snakemake_names.snakemake_name_problems`), naming the file."""
+    from nonolab.study.snakemake_names import snakemake_name_problems
+
+    return [
+        {
+            "level": "file",
+            "file": p["file"],
+            "line": None,
+            "id": p["id"],
+            "reason": p["reason"],
+            "action": "refused by nonolab run",
+        }
+        for p in snakemake_name_problems(study, preset, sources)
+    ]
 
 
 def puzzle_warnings(study: Path, preset: Any) -> list[dict[str, Any]]:
