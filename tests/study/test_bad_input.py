@@ -655,14 +655,14 @@ def test_unreadable_log_is_ledgered_not_read(tmp_path, monkeypatch):
     import nonolab.study.ingest as ing
 
     root = study_with(tmp_path, good_session())
-    real = ing.read_log_lines
+    real = ing.read_log_file
 
     def read(path, source):
         if source.endswith("Bad-p1.ndjson"):  # chmod 000 does not stop root: fake the error
             raise PermissionError(13, "Permission denied", path)
         return real(path, source)
 
-    monkeypatch.setattr(ing, "read_log_lines", read)
+    monkeypatch.setattr(ing, "read_log_file", read)
     res = ingest(root)
     row = _file_rows(res, "backend/logs/Bad-p1.ndjson")
     assert row["reason"].tolist() == ["not read: PermissionError: Permission denied"]

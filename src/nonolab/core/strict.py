@@ -87,22 +87,34 @@ def normalise_id(value: str) -> str:
 def lookalikes(ids: list[str]) -> list[tuple[str, str, str]]:
     """Return ``(first, second, kind)`` for each pair of distinct raw ids in ``ids`` (in order)
     that a reader could take for one: ``kind`` is ``"unicode"`` when their NFC forms are equal,
-    ``"case"`` when they differ only in letter case (after NFC). Each later id is paired with
-    the first earlier id it resembles."""
+    ``"case"`` when they differ only in letter case (after NFC), ``"confusable"`` when they
+    share a confusable skeleton (:func:`nonolab.core.confusables.skeletons`: characters of
+    another script drawn alike, invisible characters, compatibility forms). Each later id is
+    paired with the first earlier id it resembles."""
+    from nonolab.core.confusables import skeletons
+
     out: list[tuple[str, str, str]] = []
     by_nfc: dict[str, str] = {}
     by_fold: dict[str, str] = {}
+    by_skeleton: dict[str, str] = {}
     for raw in ids:
         nfc = normalise_id(raw)
         fold = nfc.casefold()
+        keys = skeletons(nfc)
         if nfc in by_nfc:
             if by_nfc[nfc] != raw:
                 out.append((by_nfc[nfc], raw, "unicode"))
             continue
         if fold in by_fold:
             out.append((by_fold[fold], raw, "case"))
+        else:
+            seen = next((by_skeleton[k] for k in keys if k in by_skeleton), None)
+            if seen is not None:
+                out.append((seen, raw, "confusable"))
         by_nfc[nfc] = raw
         by_fold.setdefault(fold, raw)
+        for k in keys:
+            by_skeleton.setdefault(k, raw)
     return out
 
 

@@ -82,8 +82,54 @@ def check_results_study(
     )
 
 
+def id_warnings(
+    participants: list[tuple[str, str]], puzzles: list[str], puzzle_file: str
+) -> list[dict[str, Any]]:
+    """Return ``validate`` warnings for ids a reader may misread: ``participants`` as
+    ``(file, id)`` and the ``puzzles`` ids of ``puzzle_file``. An id holding a character
+    nobody sees (:func:`nonolab.core.confusables.invisible_characters`: zero-width, format and
+    control characters) or mixing scripts (:func:`~nonolab.core.confusables.mixed_scripts`:
+    a Cyrillic ``р`` among Latin letters) is one warning; two puzzle ids that differ only in
+    letter case or look alike (:func:`nonolab.core.strict.lookalikes`) are one warning on the
+    later. (Two participant ids that look alike are a kept ledger row of the ingest, as
+    letter-case twins are.) Records: ``level``, ``file``, ``line`` (None), ``id``,
+    ``reason``."""
+    from nonolab.core.confusables import invisible_characters, mixed_scripts
+    from nonolab.core.strict import lookalikes
+
+    out: list[dict[str, Any]] = []
+
+    def add(level: str, file: str, ident: str, reason: str) -> None:
+        out.append({"level": level, "file": file, "line": None, "id": ident, "reason": reason})
+
+    entries = [("participant", f, i) for f, i in participants]
+    entries += [("puzzle", puzzle_file, i) for i in puzzles]
+    for level, file, ident in entries:
+        hidden = invisible_characters(ident)
+        if hidden:
+            add(level, file, ident, f"{level} id {ident!r} holds characters nobody sees: "
+                f"{', '.join(hidden)}; it looks like {_shown(ident)!r}")  # fmt: skip
+        mixed = mixed_scripts(ident)
+        if mixed:
+            add(level, file, ident, f"{level} id {ident!r} mixes scripts "
+                f"({', '.join(sorted(mixed))}): letters of one may be taken for another's")  # fmt: skip
+    for first, second, kind in lookalikes(puzzles):
+        how = "only in letter case" if kind == "case" else "in characters drawn alike"
+        add("puzzle", puzzle_file, second, f"puzzle id {second!r} differs from {first!r} {how}")
+    return out
+
+
+def _shown(ident: str) -> str:
+    """Return ``ident`` without the characters nobody sees (what a reader takes it for)."""
+    from nonolab.core.confusables import invisible_characters
+
+    hidden = {int(h.split()[0][2:], 16) for h in invisible_characters(ident)}
+    return "".join(ch for ch in ident if ord(ch) not in hidden)
+
+
 __all__ = [
     "STUDY_RECORD",
+    "id_warnings",
     "check_results_study",
     "read_results_study",
     "study_fingerprint",

@@ -49,9 +49,10 @@ from nonolab.study.logs import (
     INT64_MAX,
     INT64_MIN,
     Event,
+    LogFileError,
     LogLineError,
     UnknownEventType,
-    read_log_lines,
+    read_log_file,
 )
 from nonolab.study.presets import (
     OUTSIDE_LINKS,
@@ -339,18 +340,38 @@ def _ingest_study(study_dir: str | Path, preset: Preset) -> IngestResult:
 
 def _lookalike_participants(sources: list[LogSource], ledger: _Ledger) -> None:
     """Ledger (kept) each used log file whose participant id differs from an earlier one's
-    only in letter case: two participants, which a reader may take for one. (Ids equal in
-    Unicode normal form C are one id: :func:`~nonolab.study.presets.log_sources` refuses
-    them.)"""
+    only in letter case or looks like it (the same confusable skeleton:
+    :func:`nonolab.core.strict.lookalikes`): two participants, which a reader may take for
+    one. (Ids equal in Unicode normal form C are one id:
+    :func:`~nonolab.study.presets.log_sources` refuses them.)"""
     used = [s for s in sources if s.participant_id is not None]
     by_id = {s.participant_id: s for s in used}
-    for first, second, _kind in lookalikes([s.participant_id for s in used]):
+    for first, second, kind in lookalikes([s.participant_id for s in used]):
         src = by_id[second]
+        if kind == "confusable":
+            how = (
+                f"looks like {first!r} ({by_id[first].rel}): the same Unicode confusable "
+                f"skeleton ({_confusable_detail(first, second)})"
+            )
+        else:
+            how = f"differs from {first!r} ({by_id[first].rel}) only in letter case"
         why = (
-            f"participant id {second!r} differs from {first!r} ({by_id[first].rel}) only in "
-            "letter case: two participants; exclude one in the preset if they are one person"
+            f"participant id {second!r} {how}: two participants; exclude one in the preset if "
+            "they are one person"
         )
         ledger.add("file", src.rel, second, why, "kept")
+
+
+def _confusable_detail(first: str, second: str) -> str:
+    """Return what makes two confusable ids differ: their invisible characters and scripts."""
+    from nonolab.core.confusables import invisible_characters, scripts
+
+    parts = []
+    for ident in (first, second):
+        hidden = invisible_characters(ident)
+        what = ", ".join(sorted(scripts(ident))) or "no letters"
+        parts.append(f"{ident!r}: {what}" + (f"; invisible {', '.join(hidden)}" if hidden else ""))
+    return " vs ".join(parts)
 
 
 def _name_puzzle_file(row: dict[str, str], puzzle_file: str) -> dict[str, str]:
@@ -467,9 +488,11 @@ def _read_source(
     if not src.read:
         return _not_read(src, src.reason or "not read")
     try:
-        events, errors, n_lines = read_log_lines(str(src.path), src.rel)
+        events, errors, n_lines, note = read_log_file(str(src.path), src.rel)
     except OSError as exc:  # unreadable (permissions, a folder, an I/O error)
         return _not_read(src, f"not read: {type(exc).__name__}: {exc.strerror or exc}")
+    except LogFileError as exc:  # compressed, or text that does not decode
+        return _not_read(src, exc.reason)
     by_type: Counter[str] = Counter(e.type for e in events)
     for err in errors:
         by_type["(unknown)" if isinstance(err, UnknownEventType) else "(unparsable)"] += 1
@@ -489,6 +512,8 @@ def _read_source(
         ledger.add("file", src.rel, src.path.stem, src.reason or "excluded by preset")
         return out
     pid = src.participant_id
+    if note is not None:  # another encoding or old Mac line ends: read, one row for the file
+        ledger.add("file", src.rel, pid, note, "kept")
     for err in errors:
         ledger.add("line", err.source, pid, err.reason)
     for e in events:

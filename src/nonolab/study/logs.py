@@ -437,15 +437,152 @@ def _loads(text: str) -> Any:
     return json.loads(text, parse_constant=_reject_constant, object_pairs_hook=unique_pairs)
 
 
+class LogFileError(ValueError):
+    """A log file that is not read at all (compressed, or text in an encoding that does not
+    decode); ``reason`` says why (one file-level ledger row, no lines)."""
+
+    def __init__(self, reason: str):
+        super().__init__(reason)
+        self.reason = reason
+
+
+#: leading bytes of compressed and archive formats (a log must be decompressed first; nonolab
+#: does not decompress: a compressed file is one file-level reason, not hundreds of lines)
+COMPRESSED_SIGNATURES: tuple[tuple[bytes, str, str], ...] = (
+    (b"\x1f\x8b", "gzip", "gunzip"),
+    (b"PK\x03\x04", "zip", "unzip"),
+    (b"PK\x05\x06", "zip (empty archive)", "unzip"),
+    (b"PK\x07\x08", "zip", "unzip"),
+    (b"BZh", "bzip2", "bunzip2"),
+    (b"\xfd7zXZ\x00", "xz", "unxz"),
+    (b"\x28\xb5\x2f\xfd", "zstd", "unzstd"),
+    (b"7z\xbc\xaf\x27\x1c", "7-Zip", "7z x"),
+    (b"\x04\x22\x4d\x18", "lz4", "unlz4"),
+)
+#: byte-order marks of encodings other than UTF-8 (UTF-32 first: its LE mark starts as
+#: UTF-16's); a UTF-8 mark is tolerated on any line (:func:`parse_line`)
+_BOMS: tuple[tuple[bytes, str], ...] = (
+    (b"\xff\xfe\x00\x00", "utf-32-le"),
+    (b"\x00\x00\xfe\xff", "utf-32-be"),
+    (b"\xff\xfe", "utf-16-le"),
+    (b"\xfe\xff", "utf-16-be"),
+)
+#: bytes sampled to recognise UTF-16/32 text without a byte-order mark
+_SNIFF = 4096
+
+
+def _nul_pattern(data: bytes) -> str | None:
+    """Return the encoding of ``data`` when its start has the NUL-byte pattern of mostly ASCII
+    text in UTF-32 or UTF-16 without a byte-order mark (a JSON log is mostly ASCII: in UTF-16
+    LE every other byte is NUL), else None. UTF-8 text has no NUL bytes (a stray one is a bad
+    line, not an encoding)."""
+    head = data[:_SNIFF]
+    n = len(head)
+    if n < 4 or head.count(0) < n // 4:
+        return None
+
+    def share(offset: int, step: int) -> float:
+        part = head[offset::step]
+        return part.count(0) / max(1, len(part))
+
+    for enc, nul, text in (
+        ("utf-32-le", (1, 2, 3), 0),
+        ("utf-32-be", (0, 1, 2), 3),
+    ):
+        if all(share(i, 4) > 0.9 for i in nul) and share(text, 4) < 0.1:
+            return enc
+    if share(1, 2) > 0.6 and share(0, 2) < 0.1:
+        return "utf-16-le"
+    if share(0, 2) > 0.6 and share(1, 2) < 0.1:
+        return "utf-16-be"
+    return None
+
+
+def _cr_lines(data: bytes) -> bool:
+    """Return True when ``data`` (with no line feed) is lines ended by carriage returns alone:
+    at least two lines, each after the first starting with a JSON object (a carriage return
+    inside a line is JSON white space, not a line end)."""
+    parts = [p.strip() for p in data.split(b"\r")]
+    parts = [p for p in parts[1:] if p]
+    return bool(parts) and all(p.startswith(b"{") for p in parts)
+
+
+def decode_log_bytes(data: bytes) -> tuple[bytes, str | None]:
+    """Return ``(utf8, note)``: the bytes of a log file as UTF-8 text with ``\\n`` line ends, and
+    a note for the ledger when they were not already so (None otherwise).
+
+    * A compressed file (:data:`COMPRESSED_SIGNATURES`) raises :class:`LogFileError`.
+    * UTF-16 or UTF-32 text, with a byte-order mark or recognised by its NUL bytes
+      (:func:`_nul_pattern`), is decoded (note: the encoding and how it was recognised); text
+      that does not decode in that encoding raises :class:`LogFileError`.
+    * Old Mac line ends (carriage returns and no line feed at all, each line after the first
+      starting with ``{``: :func:`_cr_lines`) are split at each carriage return (note). CRLF and a UTF-8 byte-order mark are tolerated as they are (no note).
+    """
+    for magic, kind, tool in COMPRESSED_SIGNATURES:
+        if data.startswith(magic):
+            raise LogFileError(
+                f"not read: a {kind}-compressed file (it starts with the {kind} signature "
+                f"{magic.hex(' ')}); decompress it ({tool}) and keep the log as text"
+            )
+    notes: list[str] = []
+    enc = how = None
+    for bom, name in _BOMS:
+        if data.startswith(bom):
+            enc, how = name, f"byte-order mark {bom.hex(' ')}"
+            data = data[len(bom) :]
+            break
+    else:
+        enc = _nul_pattern(data)
+        how = "no byte-order mark; recognised by its NUL bytes"
+    if enc is not None:
+        label = enc.upper().replace("-LE", " LE").replace("-BE", " BE")
+        try:
+            text = data.decode(enc)
+        except UnicodeDecodeError as exc:
+            raise LogFileError(
+                f"not read: looks like {label} ({how}) but is not valid {label} at byte "
+                f"{exc.start} ({exc.reason}); re-save the log as UTF-8"
+            ) from None
+        data = text.encode("utf-8")
+        notes.append(
+            f"read as {label} ({how}); the platform writes UTF-8: the file was re-saved in "
+            "another encoding (line numbers are those of the file)"
+        )
+    if b"\n" not in data and _cr_lines(data):
+        data = data.replace(b"\r", b"\n")
+        notes.append("old Mac line ends (CR only, no LF): lines split at each CR")
+    return data, ("; ".join(notes) or None)
+
+
 def read_log_lines(path: str, source: str) -> tuple[list[Event], list[LogLineError], int]:
     """Return (events, errors, lines_read) for every non-blank line of the file at ``path``.
 
     Lines are split on ``\\n`` (CRLF tolerated); bytes are decoded per line, so one bad line
     does not lose the rest. A last line without a newline that fails to parse is reported as
-    truncated.
+    truncated. The bytes are read as they are (:func:`read_log_file` first recognises
+    compressed files, other encodings and old Mac line ends).
     """
     with open(path, "rb") as fh:
         data = fh.read()
+    return parse_log_bytes(data, source)
+
+
+def read_log_file(
+    path: str, source: str
+) -> tuple[list[Event], list[LogLineError], int, str | None]:
+    """Return (events, errors, lines_read, note) of the log file at ``path``: the file's bytes
+    through :func:`decode_log_bytes` (``note`` says what was done to them, None when nothing),
+    then :func:`parse_log_bytes`. Raises :class:`LogFileError` for a file that is not read
+    (compressed, or not decodable in the encoding it is in) and ``OSError`` when it cannot be
+    read."""
+    with open(path, "rb") as fh:
+        data = fh.read()
+    data, note = decode_log_bytes(data)
+    return (*parse_log_bytes(data, source), note)
+
+
+def parse_log_bytes(data: bytes, source: str) -> tuple[list[Event], list[LogLineError], int]:
+    """Return (events, errors, lines_read) of a log file's bytes (:func:`read_log_lines`)."""
     lines = data.split(b"\n")
     ends_with_newline = data.endswith(b"\n")
     events: list[Event] = []

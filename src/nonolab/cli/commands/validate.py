@@ -116,6 +116,7 @@ def validation_report(result: Any, study: Path, preset: Any, sources: list[Any])
     problems += snakemake_name_rows(study, preset, sources)
     s = result.summary
     warnings = puzzle_warnings(study, preset) + glob_warnings(study, preset)
+    warnings += _id_warnings(result, preset, sources)
     summary = {
         "log_files": s["log_files"],
         "files_excluded": s["files_excluded"],
@@ -136,6 +137,16 @@ def validation_report(result: Any, study: Path, preset: Any, sources: list[Any])
         "known": known,
         "summary": summary,
     }
+
+
+def _id_warnings(result: Any, preset: Any, sources: list[Any]) -> list[dict[str, Any]]:
+    """Return :func:`nonolab.study.identity.id_warnings` of the study's participant and puzzle
+    ids (invisible characters, mixed scripts, puzzle ids that look alike)."""
+    from nonolab.study.identity import id_warnings
+
+    participants = [(s.rel, s.participant_id) for s in sources if s.participant_id is not None]
+    puzzles = [str(p) for p in result.tables["puzzles"]["puzzle_id"]]
+    return id_warnings(participants, puzzles, str(preset.get("puzzle_file", "")))
 
 
 def snakemake_name_rows(study: Path, preset: Any, sources: list[Any]) -> list[dict[str, Any]]:
