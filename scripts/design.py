@@ -3,6 +3,7 @@
 import logging
 from pathlib import Path
 
+from nonolab.design.options import check_design_options, check_effect_models
 from nonolab.design.selection import Constraints
 from nonolab.design.study import DesignSettings, reference_from_study, run_design
 from nonolab.report.figures.design import write_design_figures
@@ -11,6 +12,7 @@ logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, format="%(mes
 log = logging.getLogger("design")
 
 cfg = snakemake.params.settings
+check_design_options(cfg)  # the plan schema's bounds, as `nonolab design` checks its options
 seed = cfg.get("seed")
 settings = DesignSettings(
     pool=str(snakemake.params.pool),
@@ -41,6 +43,7 @@ if cfg.get("effects_from_results"):
         "effect sizes from this run's fits: %s",
         {src["field"]: src["value"] for src in settings.effect_sources},
     )
+check_effect_models(settings.rating, settings.behaviour, "the design's effect sizes")
 reference = None
 schedule = snakemake.params.schedule
 if cfg.get("compare_with_study", True) and schedule:

@@ -292,3 +292,14 @@ def test_the_instances_of_the_issue(tmp_path, capsys, no_design) -> None:
     eff.write_text("rating:\n  metric_strenght: 0.5\n")
     code, err = _run(["--effects", str(eff)], tmp_path / "o", capsys)
     assert code == 2 and "rating.metric_strenght" in err and "metric_strength" in err
+
+
+def test_the_workflow_design_config_is_checked_by_the_same_mechanism() -> None:
+    """scripts/design.py calls check_design_options on config `design:` (underscored keys)."""
+    repo = Path(__file__).resolve().parents[2]
+    cfg = yaml.safe_load((repo / "config" / "config.yaml").read_text(encoding="utf-8"))["design"]
+    check_design_options(cfg)
+    for key, bad in (("target_power", 1.5), ("alpha", math.nan), ("per_session", 99)):
+        with pytest.raises(DesignOptionError, match=f"--{key.replace('_', '-')}"):
+            check_design_options({**cfg, key: bad})
+    assert "check_design_options(cfg)" in (repo / "scripts" / "design.py").read_text()
