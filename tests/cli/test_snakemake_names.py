@@ -37,7 +37,7 @@ def _snakemake_reads(path: str) -> bool:
     return bool(PATHVAR_REGEX.search(path) or WILDCARD_REGEX.search(path))
 
 
-@settings(max_examples=3000, deadline=None)
+@settings(max_examples=1000, deadline=None)
 @given(NAME)
 @example("p<abc>")
 @example("p{x}")
@@ -65,7 +65,7 @@ def no_snakemake(monkeypatch):
     return seen
 
 
-def _names(n: int = 8, seed: int = 20261207) -> list[str]:
+def _names(n: int = 6, seed: int = 20261207) -> list[str]:
     """Generated log names, about half of which Snakemake reads as its own syntax."""
     import random
 

@@ -138,7 +138,7 @@ def test_utf16_that_does_not_decode_is_one_row(tmp_path) -> None:
 ANY_TEXT = st.text(st.characters(blacklist_categories=("Cs",)), max_size=30)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(
     st.lists(
         st.fixed_dictionaries({"type": st.just("move"), "note": ANY_TEXT}), min_size=1, max_size=6
@@ -160,7 +160,7 @@ def test_any_text_in_any_encoding_reads_back_as_the_same_lines(objs, enc, le) ->
     ), note
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(st.lists(st.binary(max_size=40), max_size=8))
 def test_utf8_logs_with_stray_bytes_are_read_line_by_line(chunks) -> None:
     """UTF-8 lines with a few stray bytes (NUL among them: the fuzzer's corrupt_bytes) are not
