@@ -10,11 +10,12 @@ import io
 import itertools
 import json
 import lzma
+import os
 import zipfile
 from datetime import datetime, timedelta
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from synth_study import good_session, ingest, write_study
 
@@ -138,7 +139,7 @@ def test_utf16_that_does_not_decode_is_one_row(tmp_path) -> None:
 ANY_TEXT = st.text(st.characters(blacklist_categories=("Cs",)), max_size=30)
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=int(os.environ.get("NONOLAB_ENCODING_EXAMPLES", 100)), deadline=None)
 @given(
     st.lists(
         st.fixed_dictionaries({"type": st.just("move"), "note": ANY_TEXT}), min_size=1, max_size=6
@@ -146,6 +147,8 @@ ANY_TEXT = st.text(st.characters(blacklist_categories=("Cs",)), max_size=30)
     st.sampled_from(sorted(ENCODINGS)),
     st.sampled_from(sorted(LINE_ENDS)),
 )
+@example([{"type": "move", "note": "\u0100\u0100\u0100\u0180"}], "utf-32-le", "cr")
+@example([{"type": "move", "note": "\u0100\u0100\u0100\u0100"}], "utf-16-be", "cr")
 def test_any_text_in_any_encoding_reads_back_as_the_same_lines(objs, enc, le) -> None:
     """JSON lines holding any text (non-ASCII, NUL, CR escaped in JSON; raw line ends are not
     possible in a JSON line), written in any encoding with any line end, decode to the same
@@ -160,7 +163,7 @@ def test_any_text_in_any_encoding_reads_back_as_the_same_lines(objs, enc, le) ->
     ), note
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=int(os.environ.get("NONOLAB_ENCODING_EXAMPLES", 150)), deadline=None)
 @given(st.lists(st.binary(max_size=40), max_size=8))
 def test_utf8_logs_with_stray_bytes_are_read_line_by_line(chunks) -> None:
     """UTF-8 lines with a few stray bytes (NUL among them: the fuzzer's corrupt_bytes) are not

@@ -472,28 +472,24 @@ _SNIFF = 4096
 
 
 def _nul_pattern(data: bytes) -> str | None:
-    """Return the encoding of ``data`` when its start has the NUL-byte pattern of mostly ASCII
-    text in UTF-32 or UTF-16 without a byte-order mark (a JSON log is mostly ASCII: in UTF-16
-    LE every other byte is NUL), else None. UTF-8 text has no NUL bytes (a stray one is a bad
-    line, not an encoding)."""
+    """Return the encoding of ``data`` when it is UTF-32 or UTF-16 text without a byte-order
+    mark, else None. A log starts with ``{``: its position among the leading white space and
+    NUL bytes, and the NUL bytes around it, give the encoding (``{`` then a NUL: UTF-16 LE; a
+    NUL then ``{``: UTF-16 BE; three NULs: UTF-32), and at least a fifth of the first bytes are
+    NUL (the keys of every JSON line are ASCII). UTF-8 text has no NUL bytes: a stray one is a
+    bad line, not an encoding."""
     head = data[:_SNIFF]
-    n = len(head)
-    if n < 4 or head.count(0) < n // 4:
+    p = head.find(b"{")
+    if p < 0 or head.count(0) < len(head) // 5 or head[:p].strip(b" \t\r\n\x00"):
         return None
-
-    def share(offset: int, step: int) -> float:
-        part = head[offset::step]
-        return part.count(0) / max(1, len(part))
-
-    for enc, nul, text in (
-        ("utf-32-le", (1, 2, 3), 0),
-        ("utf-32-be", (0, 1, 2), 3),
-    ):
-        if all(share(i, 4) > 0.9 for i in nul) and share(text, 4) < 0.1:
-            return enc
-    if share(1, 2) > 0.6 and share(0, 2) < 0.1:
+    after, before = head[p + 1 : p + 4], head[max(0, p - 3) : p]
+    if p % 4 == 0 and after == b"\x00\x00\x00":
+        return "utf-32-le"
+    if p % 4 == 3 and before == b"\x00\x00\x00":
+        return "utf-32-be"
+    if p % 2 == 0 and after[:1] == b"\x00":
         return "utf-16-le"
-    if share(0, 2) > 0.6 and share(1, 2) < 0.1:
+    if p % 2 == 1 and before[-1:] == b"\x00":
         return "utf-16-be"
     return None
 
