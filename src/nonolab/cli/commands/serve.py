@@ -18,12 +18,26 @@ def _serve(args: argparse.Namespace) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 2
     store = Store(args.database, synchronous=args.sqlite_synchronous)
+    try:
+        # the database keeps the plan it was made with; another plan is refused
+        plan, how = store.bind_plan(plan)
+    except PlanError as e:
+        print(f"error: {e}", file=sys.stderr)
+        store.close()
+        return 2
+    if how == "adopted":
+        print(
+            f"note: {args.database} was made before a database kept its plan; its sessions fit "
+            f"{args.plan}, so it is now bound to that plan (sha256 {plan.digest}); a start with "
+            "another plan will be refused",
+            file=sys.stderr,
+        )
     if args.export:
         from nonolab.collect.export import export_study
 
         try:
             rec = export_study(store, plan, args.export)
-        except FileExistsError as e:
+        except (FileExistsError, PlanError) as e:
             print(f"error: {e}", file=sys.stderr)
             return 2
         print(
