@@ -296,3 +296,8 @@ def test_nonolab_serve_refuses_to_start_over_a_database_of_another_plan(tmp_path
     assert load_plan(PLAN).digest in bad.stderr and load_plan(other).digest in bad.stderr
     assert str(other) in bad.stderr and "plan.yaml" in bad.stderr
     assert "Traceback" not in bad.stderr
+    # an export names any plan file: it is written from the database's own plan, with a note
+    out = serve(other, "--export", str(tmp_path / "e2"))
+    assert out.returncode == 0, out.stderr
+    assert "the export uses the database's own plan" in out.stderr
+    assert (tmp_path / "e2" / "plan.yaml").read_bytes() == PLAN.read_bytes()

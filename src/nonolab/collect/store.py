@@ -634,8 +634,9 @@ class Store:
                         f"the database {self._where()} serves another plan: it was bound on "
                         f"{_utc(row['bound_at'])} to {row['source']} (sha256 {row['digest']}); "
                         f"{plan.path or plan.name} has sha256 {plan.digest}. Serve the plan "
-                        "the database was made with (`nonolab serve --export DEST` writes it "
-                        "to DEST/plan.yaml), or start a new database for the new plan"
+                        "the database was made with (an export, `nonolab serve PLAN --database DB "
+                        "--export DEST`, writes it to DEST/plan.yaml whatever PLAN is), or start "
+                        "a new database for the new plan"
                     )
                 how = "same"
                 text = row["plan_text"]

@@ -10,7 +10,7 @@ import sys
 
 def _serve(args: argparse.Namespace) -> int:
     from nonolab.collect.plan import PlanError, load_plan
-    from nonolab.collect.store import Store
+    from nonolab.collect.store import PlanMismatch, Store
 
     try:
         plan = load_plan(args.plan)
@@ -21,6 +21,15 @@ def _serve(args: argparse.Namespace) -> int:
     try:
         # the database keeps the plan it was made with; another plan is refused
         plan, how = store.bind_plan(plan)
+    except PlanMismatch as e:
+        kept = store.bound_plan() if args.export else None
+        if kept is None:
+            print(f"error: {e}", file=sys.stderr)
+            store.close()
+            return 2
+        # an export is written from the database's own plan whatever file is named
+        print(f"note: {e}; the export uses the database's own plan", file=sys.stderr)
+        plan, how = kept, "same"
     except PlanError as e:
         print(f"error: {e}", file=sys.stderr)
         store.close()
