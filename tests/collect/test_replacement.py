@@ -12,6 +12,7 @@ import warnings
 
 import numpy as np
 import pytest
+import yaml
 from serve_helpers import Scripted, Server, post_answers, rating
 
 warnings.filterwarnings("ignore", message="Using `httpx`")
@@ -62,13 +63,21 @@ _PRE = {"played_before": "few", "skill_nonogram": 6, "nonogram_size_experience":
 
 @pytest.mark.parametrize("seed", [3, pytest.param(11, marks=pytest.mark.slow)])
 def test_incomplete_sessions_are_replaced_through_nonolab_serve(tmp_path, seed):
+    path = _plan(tmp_path, k=3, m=2, blocks=2, seed=seed, replace_after_s=WAIT)
+    plan = load_plan(path)
+    _scenario(tmp_path, path, plan, seed, len(plan.sessions))
+
+
+#: the test plans' replace_after_s (the smallest the schema allows)
+WAIT = 1.0
+
+
+def _scenario(tmp_path, path, plan, seed: int, n_entries: int) -> None:
+    """Serve ``path`` with ``nonolab serve``; seeded joins, finishes and abandons until the
+    first ``n_entries`` schedule entries are finished, each join checked against the model."""
     import httpx
 
-    wait = 1.0  # the plan's replace_after_s (the smallest the schema allows)
-    path = _plan(tmp_path, k=3, m=2, blocks=2, seed=seed, replace_after_s=wait)
-    plan = load_plan(path)
-    assert PROMISE in plan.raw["participants"]["stopping_rule"]
-    n_entries = len(plan.sessions)
+    wait = plan.platform["replace_after_s"]
     db = tmp_path / "study.sqlite"
     server = Server(path, str(db), tmp_path / "export")
     server.start()
@@ -127,6 +136,27 @@ def test_incomplete_sessions_are_replaced_through_nonolab_serve(tmp_path, seed):
             assert r.json()["balance"]["sessions"][e]["finished"] == 2
     finally:
         server.stop()
+
+
+@pytest.mark.slow
+def test_the_plan_nonolab_design_writes_keeps_its_promise_when_served(study_dir, tmp_path):
+    """``nonolab design`` (tiny settings, the public pool) writes the stopping rule; its plan,
+    served with a short abandon time, re-serves abandoned entries as the rule says."""
+    from nonolab.cli import main
+
+    out = tmp_path / "design"
+    assert main(["design", "--pool", str(study_dir / "nonograms10x10.txt"),
+                 "--pool-metrics", str(study_dir / "nonogram_solver_stats.csv"),
+                 "--puzzles", "6", "--participants", "12", "--k-curve", "6",
+                 "--replications", "20", "--lmm-replications", "5", "--random-selections", "10",
+                 "--reference-study", str(study_dir), "--no-figures", "--out", str(out)]) == 0  # fmt: skip
+    raw = yaml.safe_load((out / "plan.yaml").read_text(encoding="utf-8"))
+    assert PROMISE in raw["participants"]["stopping_rule"]
+    raw["platform"] = {"replace_after_s": WAIT, "tutorial": False, "warmup": {"enabled": False}}
+    path = tmp_path / "plan.yaml"
+    path.write_text(yaml.safe_dump(raw, sort_keys=False), encoding="utf-8")
+    plan = load_plan(path)
+    _scenario(tmp_path, path, plan, 5, min(len(plan.sessions), 8))
 
 
 def _token(client) -> str:
