@@ -624,41 +624,49 @@ class Store:
         another plan, or, for an unbound database with sessions, when a session does not fit
         ``plan`` (its schedule entry or puzzles differ).
         """
-        with self.engine.begin() as conn:
-            if not self.sqlite:
-                conn.execute(sa.select(sa.func.pg_advisory_xact_lock(SCHEMA_LOCK)))
+        # a bound database is only read (an export binds too: no write lock on a busy server)
+        with self.read_engine.connect() as conn:
             row = conn.execute(sa.select(PLAN_BINDING)).mappings().one_or_none()
-            if row is not None:
-                if row["digest"] != plan.digest:
-                    raise PlanMismatch(
-                        f"the database {self._where()} serves another plan: it was bound on "
-                        f"{_utc(row['bound_at'])} to {row['source']} (sha256 {row['digest']}); "
-                        f"{plan.path or plan.name} has sha256 {plan.digest}. Serve the plan "
-                        "the database was made with (an export, `nonolab serve PLAN --database DB "
-                        "--export DEST`, writes it to DEST/plan.yaml whatever PLAN is), or start "
-                        "a new database for the new plan"
-                    )
-                how = "same"
-                text = row["plan_text"]
-            else:
-                misfit = _misfits(conn, plan)
-                n = conn.execute(sa.select(sa.func.count()).select_from(PARTICIPANTS)).scalar_one()
-                if misfit:
-                    raise PlanMismatch(
-                        f"the database {self._where()} was made before plans were bound and "
-                        f"its sessions do not fit {plan.path or plan.name} (sha256 "
-                        f"{plan.digest}): {misfit}"
-                    )
-                how = "adopted" if n else "created"
-                text = plan.text
-                conn.execute(
-                    PLAN_BINDING.insert().values(
-                        id=1, digest=plan.digest, plan_text=text,
-                        source=str(plan.path or plan.name), bound_at=time.time(), how=how,
-                    )
-                )  # fmt: skip
-        bound = plan_from_text(text, f"the plan kept in {self._where()}", plan.path)
+        how = "same"
+        if row is None:  # not bound yet: bind under the writer's lock, reading again
+            with self.engine.begin() as conn:
+                if not self.sqlite:
+                    conn.execute(sa.select(sa.func.pg_advisory_xact_lock(SCHEMA_LOCK)))
+                row = conn.execute(sa.select(PLAN_BINDING)).mappings().one_or_none()
+                if row is None:
+                    how = self._bind(conn, plan)
+                    row = {"digest": plan.digest, "plan_text": plan.text}
+        if row["digest"] != plan.digest:
+            raise PlanMismatch(
+                f"the database {self._where()} serves another plan: it was bound on "
+                f"{_utc(row['bound_at'])} to {row['source']} (sha256 {row['digest']}); "
+                f"{plan.path or plan.name} has sha256 {plan.digest}. Serve the plan "
+                "the database was made with (an export, `nonolab serve PLAN --database DB "
+                "--export DEST`, writes it to DEST/plan.yaml whatever PLAN is), or start "
+                "a new database for the new plan"
+            )
+        bound = plan_from_text(row["plan_text"], f"the plan kept in {self._where()}", plan.path)
         return bound, how
+
+    def _bind(self, conn: sa.Connection, plan: StudyPlan) -> str:
+        """Store ``plan`` as the database's plan (in ``conn``'s transaction); return
+        ``created`` or ``adopted`` (sessions stored before: each must fit ``plan``)."""
+        misfit = _misfits(conn, plan)
+        if misfit:
+            raise PlanMismatch(
+                f"the database {self._where()} was made before plans were bound and "
+                f"its sessions do not fit {plan.path or plan.name} (sha256 "
+                f"{plan.digest}): {misfit}"
+            )
+        n = conn.execute(sa.select(sa.func.count()).select_from(PARTICIPANTS)).scalar_one()
+        how = "adopted" if n else "created"
+        conn.execute(
+            PLAN_BINDING.insert().values(
+                id=1, digest=plan.digest, plan_text=plan.text,
+                source=str(plan.path or plan.name), bound_at=time.time(), how=how,
+            )
+        )  # fmt: skip
+        return how
 
     def bound_plan(self) -> StudyPlan | None:
         """Return the plan the database is bound to (read from its own copy), or None."""
