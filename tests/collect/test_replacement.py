@@ -222,3 +222,79 @@ def test_owed_entries_follow_the_rule_on_both_databases(tmp_path, db_url):
         assert store.create_participant(plan)["schedule_idx"] == 0  # fresh: the cycle restarts
     finally:
         store.close()
+
+
+@pytest.mark.slow
+def test_an_excluded_session_is_replaced_through_nonolab_serve(tmp_path):
+    """The stopping rule's other case: a session the researcher excludes (``nonolab serve
+    --exclude``, while the server runs) has its schedule entry served to the next participant;
+    the export keeps its data and lists it as excluded."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    import httpx
+    from serve_helpers import REPO
+
+    path = _plan(tmp_path, k=3, m=2, blocks=1, seed=2, replace_after_s=600)
+    plan = load_plan(path)
+    db = tmp_path / "study.sqlite"
+    server = Server(path, str(db), tmp_path / "export")
+    server.start()
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
+
+    def cli(*args):
+        return subprocess.run(
+            [sys.executable, "-m", "nonolab", "serve", str(path), "--database", str(db), *args],
+            capture_output=True, text=True, env=env, timeout=120,
+        )  # fmt: skip
+
+    try:
+        with httpx.Client(base_url=server.url, timeout=30) as client:
+            people = [Participant(client, _token(client)) for _ in range(2)]
+            for p in people:
+                p.setup()
+                p.finish(plan.per_session)
+            labels = [_row(db, p.token)["label"] for p in people]
+            assert [_entry(db, p.token) for p in people] == [0, 1]
+            bad = cli("--exclude", "P09999", "--reason", "x")
+            assert bad.returncode == 2 and "P09999" in bad.stderr
+            assert cli("--exclude", labels[1]).returncode == 2  # a reason is required
+            ok = cli("--exclude", labels[1], "--reason", "failed the attention check")
+            assert ok.returncode == 0, ok.stderr
+            assert labels[1] in ok.stdout
+            assert _entry(db, _token(client)) == 1  # the excluded session's entry again
+            assert _entry(db, _token(client)) == 2  # then the schedule goes on
+            again = cli("--exclude", labels[1], "--reason", "twice")
+            assert again.returncode == 0 and "nothing new" in again.stdout
+            r = client.post(
+                "/api/admin/export", headers={"Authorization": f"Bearer {server.token}"}
+            )
+            assert r.status_code == 200, r.text
+        rec = json.loads((tmp_path / "export" / "export.json").read_text(encoding="utf-8"))
+        assert rec["excluded"] == {labels[1]: "failed the attention check"}
+        assert rec["finished"] == 2
+    finally:
+        server.stop()
+
+
+def test_exclusions_in_the_store(tmp_path, db_url):
+    from nonolab.collect.store import PARTICIPANTS, StoreError
+
+    plan = load_plan(_plan(tmp_path, k=3, m=2, blocks=1, seed=4, replace_after_s=600))
+    store = Store(db_url)
+    try:
+        made = [store.create_participant(plan) for _ in range(3)]
+        with store.engine.begin() as conn:
+            conn.execute(PARTICIPANTS.update().values(step="done"))
+        assert store.exclude([made[2]["label"], made[0]["label"]], "r") == [
+            made[2]["label"], made[0]["label"]]  # fmt: skip
+        assert store.exclude([made[0]["label"]], "again") == []
+        assert store.exclusions() == {made[0]["label"]: "r", made[2]["label"]: "r"}
+        with pytest.raises(StoreError, match="P99999"):
+            store.exclude(["P99999"], "r")
+        assert [store.create_participant(plan)["schedule_idx"] for _ in range(3)] == [0, 2, 0]
+        assert store.summary(plan)["excluded"] == 2
+    finally:
+        store.close()

@@ -8,7 +8,8 @@ Layout (the default preset's, docs/data-format.md)::
       incomplete/<label>.ndjson     logs of unfinished sessions (not read by the analysis)
       preset.yaml                   only when a session serves other than 3 puzzles
       plan.yaml                     the plan served: the database's own copy
-      export.json                   what was exported (counts, time, every file with its sha256)
+      export.json                   what was exported (counts, time, excluded sessions, every
+                                    file with its sha256)
 
 Guarantees:
 
@@ -77,7 +78,8 @@ def _write(path: Path, text: str, written: dict[str, str], root: Path) -> None:
 def write_study_folder(store: Store, plan: StudyPlan, folder: Path) -> dict[str, Any]:
     """Write the export into the (new or empty) ``folder``; return the ``export.json`` record
     (``plan``, ``plan_sha256``, ``exported_at``, ``finished``, ``incomplete``: session counts,
-    ``lines``: log lines written, ``files``: ``{relative path: sha256}`` of every file written
+    ``lines``: log lines written, ``excluded``: ``{label: reason}`` of the sessions the
+    researcher excluded (exported like the others), ``files``: ``{relative path: sha256}`` of every file written
     but ``export.json`` itself).
 
     The puzzles and ``plan.yaml`` are the database's own plan (``plan`` binds a database that
@@ -99,6 +101,7 @@ def write_study_folder(store: Store, plan: StudyPlan, folder: Path) -> dict[str,
     _write(folder / "plan.yaml", bound.text, written, folder)
     finished = incomplete = n_lines = 0
     with store.snapshot() as conn:
+        excluded = store.exclusions(conn)
         for row, lines in store.logs(conn=conn):
             done = row["step"] == "done"
             sub = LOG_DIR if done else INCOMPLETE_DIR
@@ -114,6 +117,7 @@ def write_study_folder(store: Store, plan: StudyPlan, folder: Path) -> dict[str,
         "finished": finished,
         "incomplete": incomplete,
         "lines": n_lines,
+        "excluded": excluded,
         "files": written,
     }
     (folder / LOG_DIR).mkdir(parents=True, exist_ok=True)

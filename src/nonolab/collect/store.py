@@ -12,7 +12,9 @@ Tables:
 * ``rejections``: every refused event or request with its reason;
 * ``counters``: the next schedule position;
 * ``plan_binding``: the plan the database serves (its content hash and its text), see
-  :meth:`Store.bind_plan`.
+  :meth:`Store.bind_plan`;
+* ``exclusions``: sessions the researcher excluded, whose schedule entries are served again
+  (:meth:`Store.exclude`).
 
 :meth:`Store.submit` stores one batch in one transaction (the participant's row locked: ``SELECT
 ... FOR UPDATE`` on PostgreSQL, ``BEGIN IMMEDIATE`` on SQLite) and returns only after the commit;
@@ -102,6 +104,16 @@ PLAN_BINDING = sa.Table(
     sa.Column("source", sa.Text, nullable=False),
     sa.Column("bound_at", sa.Float, nullable=False),
     sa.Column("how", sa.String(16), nullable=False),
+)
+
+# sessions the researcher excluded (``nonolab serve --exclude``): their schedule entries are
+# served again, as the plan's stopping rule promises for excluded sessions
+EXCLUSIONS = sa.Table(
+    "exclusions",
+    META,
+    sa.Column("participant_id", sa.Integer, sa.ForeignKey("participants.id"), primary_key=True),
+    sa.Column("reason", sa.Text, nullable=False),
+    sa.Column("excluded_at", sa.Float, nullable=False),
 )
 
 
@@ -554,7 +566,8 @@ class Store:
         """Return the dashboard's counts: participants ``started`` (any event), ``finished``,
         ``dropped`` (started and :func:`abandoned`: unfinished, idle for the plan's
         ``platform.replace_after_s`` seconds), ``in_progress``, ``owed`` (schedule entries
-        waiting to be served again, :func:`owed_entries`), ``per_step``,
+        waiting to be served again, :func:`owed_entries`), ``excluded`` (sessions the
+        researcher excluded), ``per_step``,
         ``events``, ``rejections`` (with the latest reasons) and ``balance`` (per schedule
         session and per puzzle x position: sessions started and finished)."""
         now = time.time()
@@ -567,6 +580,9 @@ class Store:
                 sa.select(COUNTERS.c.value).where(COUNTERS.c.name == "schedule")
             ).scalar_one()
             owed = owed_entries(conn, plan, served, now)
+            n_excluded = conn.execute(
+                sa.select(sa.func.count()).select_from(EXCLUSIONS)
+            ).scalar_one()
             n_events = conn.execute(sa.select(sa.func.count()).select_from(EVENTS)).scalar_one()
             n_rej = conn.execute(sa.select(sa.func.count()).select_from(REJECTIONS)).scalar_one()
             latest = (
@@ -601,6 +617,7 @@ class Store:
             "dropped": dropped,
             "in_progress": started - finished - dropped,
             "owed": owed,
+            "excluded": n_excluded,
             "per_step": per_step,
             "events": n_events,
             "rejections": n_rej,
@@ -676,6 +693,52 @@ class Store:
             return None
         return plan_from_text(row["plan_text"], f"the plan kept in {self._where()}")
 
+    def exclude(self, labels: list[str], reason: str) -> list[str]:
+        """Exclude the sessions ``labels`` (``P00003``) with ``reason``: their schedule entries
+        are served again to the next participants (:func:`owed_entries`); their data stay in
+        the database and the export. Return the labels newly excluded (one already excluded
+        keeps its first reason); raise :class:`StoreError` (404) naming unknown labels."""
+        now = time.time()
+
+        def run(conn: sa.Connection) -> list[str]:
+            got = dict(
+                conn.execute(
+                    sa.select(PARTICIPANTS.c.label, PARTICIPANTS.c.id).where(
+                        PARTICIPANTS.c.label.in_(labels)
+                    )
+                ).all()
+            )
+            unknown = sorted(set(labels) - set(got))
+            if unknown:
+                raise StoreError(404, f"no session {', '.join(unknown)} in the database")
+            done = set(
+                conn.execute(
+                    sa.select(EXCLUSIONS.c.participant_id).where(
+                        EXCLUSIONS.c.participant_id.in_(list(got.values()))
+                    )
+                ).scalars()
+            )
+            new = [lab for lab in dict.fromkeys(labels) if got[lab] not in done]
+            if new:
+                conn.execute(
+                    EXCLUSIONS.insert(),
+                    [{"participant_id": got[lab], "reason": reason[:1000], "excluded_at": now}
+                     for lab in new],
+                )  # fmt: skip
+            return new
+
+        return self._transact(run)
+
+    def exclusions(self, conn: sa.Connection | None = None) -> dict[str, str]:
+        """Return ``{label: reason}`` of the excluded sessions (through ``conn`` when given)."""
+        q = sa.select(PARTICIPANTS.c.label, EXCLUSIONS.c.reason).join(
+            EXCLUSIONS, EXCLUSIONS.c.participant_id == PARTICIPANTS.c.id
+        )
+        if conn is not None:
+            return dict(conn.execute(q).all())
+        with self.read_engine.connect() as c:
+            return dict(c.execute(q).all())
+
     def _where(self) -> str:
         return self.url.split("@")[-1].removeprefix("sqlite:///")
 
@@ -697,8 +760,8 @@ def owed_entries(conn: sa.Connection, plan: StudyPlan, served: int, now: float) 
 
     After ``served`` positions were handed out in order, entry ``e`` has been issued
     ``served // n + (e < served % n)`` times (``n`` entries). Each issue is kept by a finished
-    session or a live one (unfinished, not :func:`abandoned`); the entry is owed one session
-    per issue that neither keeps. This keeps the plan's stopping rule: a session that ends
+    session or a live one (unfinished, not :func:`abandoned`) that the researcher has not
+    excluded (:meth:`Store.exclude`); the entry is owed one session per issue that none keeps. This keeps the plan's stopping rule: a session that ends
     incomplete is replaced by serving its schedule entry to the next participant, never a
     finished or live one's; an abandoned participant who comes back still finishes.
     """
@@ -707,6 +770,8 @@ def owed_entries(conn: sa.Connection, plan: StudyPlan, served: int, now: float) 
     rows = conn.execute(
         sa.select(PARTICIPANTS.c.schedule_idx, PARTICIPANTS.c.step, PARTICIPANTS.c.last_seq,
                   PARTICIPANTS.c.updated_at)
+        .outerjoin(EXCLUSIONS, EXCLUSIONS.c.participant_id == PARTICIPANTS.c.id)
+        .where(EXCLUSIONS.c.participant_id.is_(None))
     ).all()  # fmt: skip
     for sidx, step, last_seq, upd in rows:
         if 0 <= sidx < n and not abandoned(step, last_seq, upd, now, plan):

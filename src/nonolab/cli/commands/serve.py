@@ -41,6 +41,26 @@ def _serve(args: argparse.Namespace) -> int:
             "another plan will be refused",
             file=sys.stderr,
         )
+    if args.exclude:
+        if not args.reason:
+            print(
+                "error: --exclude needs --reason (why the sessions are excluded)", file=sys.stderr
+            )
+            return 2
+        from nonolab.collect.store import StoreError
+
+        try:
+            new = store.exclude(args.exclude, args.reason)
+        except StoreError as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 2
+        finally:
+            store.close()
+        print(
+            f"excluded {', '.join(new) or 'nothing new'}; their schedule entries are served "
+            "to the next participants who start"
+        )
+        return 0
     if args.export:
         from nonolab.collect.export import export_study
 
@@ -102,6 +122,14 @@ def register(sub: argparse._SubParsersAction) -> None:
         metavar="DEST",
         help="do not serve: export the study folder to DEST (atomically) and exit",
     )
+    p.add_argument(
+        "--exclude",
+        metavar="LABEL",
+        action="append",
+        help="do not serve: exclude session LABEL (e.g. P00003; repeatable) so that its "
+        "schedule entry is served again, as the plan's stopping rule says, and exit",
+    )
+    p.add_argument("--reason", help="why the --exclude sessions are excluded (kept with them)")
     p.add_argument(
         "--behind-proxy",
         action="store_true",
