@@ -15,6 +15,9 @@ and distinct, sessions of the right length) and returns a :class:`StudyPlan`.
 from __future__ import annotations
 
 import copy
+import hashlib
+import json
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -181,6 +184,10 @@ class StudyPlan:
     platform: dict[str, Any]
     raw: dict[str, Any] = field(repr=False)
     path: Path | None = None
+    #: the plan file's text as read (what the database keeps and an export writes)
+    text: str = field(default="", repr=False)
+    #: :func:`plan_digest` of ``raw``: the plan's content hash
+    digest: str = ""
 
     def public_puzzle(self, pid: int) -> dict[str, Any]:
         """Return what a participant's page may see of puzzle ``pid``: id, size and clues (never
@@ -270,6 +277,7 @@ def platform_defaults(platform: dict[str, Any] | None, per_session: int) -> dict
                 "message", "Thank you! Your answers are saved. You may close this page."
             ),
         },
+        "replace_after_s": float(p.get("replace_after_s", 1800.0)),
         "enrollment": p.get("enrollment", "open"),
         "external_id_param": p.get("external_id_param", "PROLIFIC_PID"),
         "limits": {
@@ -283,49 +291,91 @@ def platform_defaults(platform: dict[str, Any] | None, per_session: int) -> dict
     return out
 
 
+def plan_digest(raw: Any) -> str:
+    """Return the plan's content hash: the sha256 (hex) of ``raw`` (the parsed plan) as
+    canonical JSON, so comments and YAML layout do not change it but any value does."""
+    text = json.dumps(raw, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def non_finite_keys(doc: Any, where: str = "") -> list[str]:
+    """Return the paths (``platform/limits/events_per_s``, ``puzzles/0/id``) of the numbers in
+    ``doc`` that are not finite (YAML's ``.inf``, ``-.inf``, ``.nan``), in document order."""
+    out: list[str] = []
+    if isinstance(doc, float) and not math.isfinite(doc):
+        out.append(where or "(top)")
+    elif isinstance(doc, dict):
+        for k, v in doc.items():
+            out += non_finite_keys(v, f"{where}/{k}" if where else str(k))
+    elif isinstance(doc, list):
+        for i, v in enumerate(doc):
+            out += non_finite_keys(v, f"{where}/{i}" if where else str(i))
+    return out
+
+
 def load_plan(path: str | Path) -> StudyPlan:
     """Return the plan at ``path`` as a :class:`StudyPlan`; raise :class:`PlanError` naming the
     file for anything the platform cannot serve."""
-    import yaml
-
     path = Path(path)
     try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError) as e:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
         raise PlanError(f"{path}: cannot read the plan: {e}") from None
+    return plan_from_text(text, str(path), path)
+
+
+def plan_from_text(text: str, where: str, path: Path | None = None) -> StudyPlan:
+    """Return the plan whose YAML text is ``text`` (``where`` names it in messages: the file,
+    or the database holding its copy) as a :class:`StudyPlan`; raise :class:`PlanError` for
+    anything the platform cannot serve, a number that is not finite included (named by its
+    key)."""
+    import yaml
+
+    try:
+        raw = yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        raise PlanError(f"{where}: cannot read the plan: {e}") from None
     if not isinstance(raw, dict):
-        raise PlanError(f"{path}: a plan is a YAML mapping")
-    _schema_check(raw, PLAN_SCHEMA, "plan", str(path))
-    _schema_check(raw.get("platform", {}), PLATFORM_SCHEMA, "platform section", str(path))
+        raise PlanError(f"{where}: a plan is a YAML mapping")
+    bad = non_finite_keys(raw)
+    if bad:
+        raise PlanError(
+            f"{where}: {', '.join(bad[:5])}: a plan's numbers must be finite "
+            "(.inf and .nan are not numbers a study can use)"
+        )
+    _schema_check(raw, PLAN_SCHEMA, "plan", where)
+    _schema_check(raw.get("platform", {}), PLATFORM_SCHEMA, "platform section", where)
     try:
         per = int(raw["puzzles_per_session"])
         recs = raw["puzzles"]
         sessions = [list(map(int, s["puzzles"])) for s in raw["schedule"]["sessions"]]
     except (KeyError, TypeError, ValueError) as e:
-        raise PlanError(f"{path}: missing or malformed plan key: {e}") from None
+        raise PlanError(f"{where}: missing or malformed plan key: {e}") from None
     puzzles: dict[int, Puzzle] = {}
     for rec in recs:
         pid = int(rec["id"])
         if pid in puzzles:
-            raise PlanError(f"{path}: puzzle id {pid} appears twice")
-        puzzles[pid] = _puzzle(rec, str(path))
+            raise PlanError(f"{where}: puzzle id {pid} appears twice")
+        puzzles[pid] = _puzzle(rec, where)
     hashes = [p.hash for p in puzzles.values()]
     if len(set(hashes)) != len(hashes):
-        raise PlanError(f"{path}: two puzzles have the same clues")
+        raise PlanError(f"{where}: two puzzles have the same clues")
     if not sessions:
-        raise PlanError(f"{path}: the schedule has no sessions")
+        raise PlanError(f"{where}: the schedule has no sessions")
     for i, s in enumerate(sessions):
         if len(s) != per or len(set(s)) != per:
-            raise PlanError(f"{path}: session {i} must list {per} distinct puzzle ids, got {s}")
+            raise PlanError(f"{where}: session {i} must list {per} distinct puzzle ids, got {s}")
         unknown = [x for x in s if x not in puzzles]
         if unknown:
-            raise PlanError(f"{path}: session {i} names unknown puzzle ids {unknown}")
+            raise PlanError(f"{where}: session {i} names unknown puzzle ids {unknown}")
     return StudyPlan(
-        name=str(raw.get("name", path.stem)),
+        name=str(raw.get("name", path.stem if path is not None else "plan")),
         puzzles=puzzles,
         sessions=sessions,
         per_session=per,
         platform=platform_defaults(raw.get("platform"), per),
         raw=raw,
         path=path,
+        text=text,
+        digest=plan_digest(raw),
     )

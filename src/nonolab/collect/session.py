@@ -38,6 +38,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from nonolab.collect.plan import StudyPlan
+from nonolab.study.board import Board
 
 STEPS = ("consent", "tutorial", "warmup", "pre", "puzzle", "rate", "post", "done")
 KINDS = ("step", "move", "drag", "undo", "reset", "hint", "check", "skip", "survey")
@@ -246,15 +247,15 @@ def apply_event(
         pid = s["queue"][s["idx"]]
         p = plan.puzzles[pid]
         h, w = p.height, p.width
-        board = s["board"]
+        # the board is the analysis's own (nonolab.study.board): one statement of what an
+        # event does to it and of when it is solved
+        board = Board.restore(h, w, s["board"], s["stack"])
         if kind == "move":
             r, c = _cell({"kind": kind, "cell": ev}, "cell", h, w)
             v = _int(ev, "value")
             if v not in (-1, 0, 1):
                 raise InvalidEvent(f"move: value must be 1, -1 or 0, got {v}")
-            i = r * w + c
-            s["stack"].append(["move", [[i, board[i]]]])
-            board[i] = v
+            board.move(r, c, v)
             log("move", r=r, c=c, value=v)
         elif kind == "drag":
             mode = ev.get("mode")
@@ -263,17 +264,8 @@ def apply_event(
             a, b = _cell(ev, "start", h, w), _cell(ev, "end", h, w)
             r0, r1 = sorted((a[0], b[0]))
             c0, c1 = sorted((a[1], b[1]))
-            snap = []
-            for r in range(r0, r1 + 1):
-                for c in range(c0, c1 + 1):
-                    i = r * w + c
-                    old = board[i]
-                    new = (
-                        1 if mode == "flip" else -1 if mode == "cross" else (0 if old == -1 else -1)
-                    )
-                    snap.append([i, old])
-                    board[i] = new
-            s["stack"].append(["drag", snap])
+            rect = [(r, c) for r in range(r0, r1 + 1) for c in range(c0, c1 + 1)]
+            board.drag(mode, rect)
             log(
                 "drag",
                 mode=mode,
@@ -281,26 +273,21 @@ def apply_event(
                 end={"r": b[0], "c": b[1]},
                 normalized_start={"r": r0, "c": c0},
                 normalized_end={"r": r1, "c": c1},
-                changed_cells=len(snap),
+                changed_cells=len(rect),
             )
         elif kind == "undo":
-            if s["stack"]:
-                label, snap = s["stack"].pop()
-                for i, old in reversed(snap):
-                    board[i] = old
-                log("undo", label=label, diffs_len=len(snap))
-            else:
-                log("undo", label="none", diffs_len=0)
+            undone = board.undo()
+            label, n_cells = undone if undone is not None else ("none", 0)
+            log("undo", label=label, diffs_len=n_cells)
         elif kind == "reset":
-            s["stack"].append(["reset", [[i, v] for i, v in enumerate(board) if v != 0]])
-            s["board"] = [0] * (h * w)
+            board.reset()
             s["hints"] = 0
             log("reset")
         elif kind == "hint":
             sol = [v for row in p.solution for v in row]
             cell = None
             if s["hints"] < plan.platform["hint_limit"]:
-                cell = _hint_cell(board, sol, w, f"{who}:{ev.get('seq')}")
+                cell = _hint_cell(board.saved()[0], sol, w, f"{who}:{ev.get('seq')}")
             if cell is None:
                 reason = "limit" if s["hints"] >= plan.platform["hint_limit"] else "solved"
                 log("hint_none")
@@ -311,12 +298,7 @@ def apply_event(
                 result = {"hint": {"r": cell[0], "c": cell[1]}}
             result["hints_left"] = plan.platform["hint_limit"] - s["hints"]
         elif kind in ("check", "skip"):
-            sol = [v for row in p.solution for v in row]
-            mism = [
-                [i // w, i % w]
-                for i, (b, x) in enumerate(zip(board, sol, strict=True))
-                if (1 if b == 1 else 0) != x
-            ]
+            mism = [[r, c] for r, c in board.mismatches(p.solution)]
             if kind == "check":
                 solved = not mism
                 log("check_bank", puzzle_id=pid, solved=solved, mismatches=mism)
@@ -344,6 +326,7 @@ def apply_event(
                         skipped_flags=s["skipped"],
                     )
                 s["step"] = "rate"
+        s["board"], s["stack"] = board.saved()
     return s, lines, result
 
 

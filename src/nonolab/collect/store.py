@@ -10,7 +10,11 @@ Tables:
   got (so a re-sent batch gets the same answers);
 * ``lines``: the log lines the events wrote ``(participant, seq, sub)``, in log order;
 * ``rejections``: every refused event or request with its reason;
-* ``counters``: the next schedule position.
+* ``counters``: the next schedule position;
+* ``plan_binding``: the plan the database serves (its content hash and its text), see
+  :meth:`Store.bind_plan`;
+* ``exclusions``: sessions the researcher excluded, whose schedule entries are served again
+  (:meth:`Store.exclude`).
 
 :meth:`Store.submit` stores one batch in one transaction (the participant's row locked: ``SELECT
 ... FOR UPDATE`` on PostgreSQL, ``BEGIN IMMEDIATE`` on SQLite) and returns only after the commit;
@@ -21,6 +25,7 @@ events already stored are acknowledged again and not re-applied (idempotent on
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import json
 import queue
@@ -34,7 +39,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy import event as sa_event
 
-from nonolab.collect.plan import StudyPlan
+from nonolab.collect.plan import PlanError, StudyPlan, plan_from_text
 from nonolab.collect.session import InvalidEvent, apply_event, dumps_line, new_state
 
 META = sa.MetaData()
@@ -86,6 +91,29 @@ COUNTERS = sa.Table(
     META,
     sa.Column("name", sa.String(32), primary_key=True),
     sa.Column("value", sa.Integer, nullable=False),
+)
+
+# the plan the database serves: one row (id 1) written when the database is first bound
+# (Store.bind_plan); a server over it with another plan refuses to start
+PLAN_BINDING = sa.Table(
+    "plan_binding",
+    META,
+    sa.Column("id", sa.Integer, primary_key=True),
+    sa.Column("digest", sa.String(64), nullable=False),
+    sa.Column("plan_text", sa.Text, nullable=False),
+    sa.Column("source", sa.Text, nullable=False),
+    sa.Column("bound_at", sa.Float, nullable=False),
+    sa.Column("how", sa.String(16), nullable=False),
+)
+
+# sessions the researcher excluded (``nonolab serve --exclude``): their schedule entries are
+# served again, as the plan's stopping rule promises for excluded sessions
+EXCLUSIONS = sa.Table(
+    "exclusions",
+    META,
+    sa.Column("participant_id", sa.Integer, sa.ForeignKey("participants.id"), primary_key=True),
+    sa.Column("reason", sa.Text, nullable=False),
+    sa.Column("excluded_at", sa.Float, nullable=False),
 )
 
 
@@ -309,8 +337,10 @@ class Store:
     # -- participants -------------------------------------------------------------------------
 
     def create_participant(self, plan: StudyPlan, external_id: str | None = None) -> dict[str, Any]:
-        """Create a session for the next schedule position; return ``{token, label,
-        schedule_idx}``. The schedule is served in order and starts again after its end."""
+        """Create a session; return ``{token, label, schedule_idx, replaces}``. The session gets
+        the schedule entry of an abandoned session when one is owed (see
+        :func:`owed_entries`; ``replaces`` is then True), else the next schedule position
+        (served in order, starting again after the schedule's end)."""
         return self._transact(self._creator(plan, external_id))
 
     async def create_participant_async(
@@ -326,13 +356,21 @@ class Store:
         now = time.time()
 
         def make(conn: sa.Connection) -> dict[str, Any]:
-            pos = conn.execute(
-                COUNTERS.update()
-                .where(COUNTERS.c.name == "schedule")
-                .values(value=COUNTERS.c.value + 1)
-                .returning(COUNTERS.c.value)
-            ).scalar_one()
-            sidx = (pos - 1) % len(plan.sessions)
+            # the counter row is the schedule's lock: joins take turns (FOR UPDATE on
+            # PostgreSQL; SQLite's BEGIN IMMEDIATE already serialises writers)
+            q = sa.select(COUNTERS.c.value).where(COUNTERS.c.name == "schedule")
+            if not self.sqlite:
+                q = q.with_for_update()
+            served = conn.execute(q).scalar_one()
+            owed = owed_entries(conn, plan, served, now)
+            if owed:
+                sidx, replaces = owed[0], True
+            else:
+                served += 1
+                conn.execute(
+                    COUNTERS.update().where(COUNTERS.c.name == "schedule").values(value=served)
+                )
+                sidx, replaces = (served - 1) % len(plan.sessions), False
             state = new_state(plan, plan.sessions[sidx], sidx)
             pid = conn.execute(
                 PARTICIPANTS.insert()
@@ -350,7 +388,7 @@ class Store:
             ).scalar_one()
             label = f"P{pid:05d}"
             conn.execute(PARTICIPANTS.update().where(PARTICIPANTS.c.id == pid).values(label=label))
-            return {"token": token, "label": label, "schedule_idx": sidx}
+            return {"token": token, "label": label, "schedule_idx": sidx, "replaces": replaces}
 
         return make
 
@@ -479,31 +517,57 @@ class Store:
 
     # -- reading ------------------------------------------------------------------------------
 
-    def logs(self, finished_only: bool = False) -> Iterator[tuple[dict[str, Any], list[str]]]:
-        """Yield ``(participant row, log lines)`` for every participant with at least one log
-        line (only finished sessions with ``finished_only``), in participant order."""
+    @contextlib.contextmanager
+    def snapshot(self) -> Iterator[sa.Connection]:
+        """Yield a read-only connection inside one transaction: every read through it sees the
+        database as it was at its first read (SQLite: one WAL read snapshot; PostgreSQL:
+        ``REPEATABLE READ``), however many sessions finish meanwhile."""
         with self.read_engine.connect() as conn:
-            rows = (
-                conn.execute(sa.select(PARTICIPANTS).order_by(PARTICIPANTS.c.id)).mappings().all()
-            )
-            for row in rows:
-                if finished_only and row["step"] != "done":
-                    continue
-                lines = (
-                    conn.execute(
-                        sa.select(LINES.c.line)
-                        .where(LINES.c.participant_id == row["id"])
-                        .order_by(LINES.c.seq, LINES.c.sub)
-                    )
-                    .scalars()
-                    .all()
-                )
-                if lines:
-                    yield dict(row), list(lines)
+            if self.sqlite:
+                conn.exec_driver_sql("BEGIN")
+            else:
+                conn.exec_driver_sql("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            try:
+                yield conn
+            finally:
+                if self.sqlite:
+                    conn.exec_driver_sql("ROLLBACK")
+                else:
+                    conn.rollback()
 
-    def summary(self, plan: StudyPlan, idle_s: float = 1800.0) -> dict[str, Any]:
+    def logs(
+        self, finished_only: bool = False, conn: sa.Connection | None = None
+    ) -> Iterator[tuple[dict[str, Any], list[str]]]:
+        """Yield ``(participant row, log lines)`` for every participant with at least one log
+        line (only finished sessions with ``finished_only``), in participant order, all read
+        in one transaction (:meth:`snapshot`; through ``conn`` when given, one of its
+        snapshots), so a session's step and its lines always agree."""
+        if conn is None:
+            with self.snapshot() as c:
+                yield from self.logs(finished_only, c)
+            return
+        rows = conn.execute(sa.select(PARTICIPANTS).order_by(PARTICIPANTS.c.id)).mappings().all()
+        for row in rows:
+            if finished_only and row["step"] != "done":
+                continue
+            lines = (
+                conn.execute(
+                    sa.select(LINES.c.line)
+                    .where(LINES.c.participant_id == row["id"])
+                    .order_by(LINES.c.seq, LINES.c.sub)
+                )
+                .scalars()
+                .all()
+            )
+            if lines:
+                yield dict(row), list(lines)
+
+    def summary(self, plan: StudyPlan) -> dict[str, Any]:
         """Return the dashboard's counts: participants ``started`` (any event), ``finished``,
-        ``dropped`` (unfinished, idle for ``idle_s`` seconds), ``in_progress``, ``per_step``,
+        ``dropped`` (started and :func:`abandoned`: unfinished, idle for the plan's
+        ``platform.replace_after_s`` seconds), ``in_progress``, ``owed`` (schedule entries
+        waiting to be served again, :func:`owed_entries`), ``excluded`` (sessions the
+        researcher excluded), ``per_step``,
         ``events``, ``rejections`` (with the latest reasons) and ``balance`` (per schedule
         session and per puzzle x position: sessions started and finished)."""
         now = time.time()
@@ -512,6 +576,13 @@ class Store:
                 sa.select(PARTICIPANTS.c.step, PARTICIPANTS.c.schedule_idx,
                           PARTICIPANTS.c.last_seq, PARTICIPANTS.c.updated_at)
             ).all()  # fmt: skip
+            served = conn.execute(
+                sa.select(COUNTERS.c.value).where(COUNTERS.c.name == "schedule")
+            ).scalar_one()
+            owed = owed_entries(conn, plan, served, now)
+            n_excluded = conn.execute(
+                sa.select(sa.func.count()).select_from(EXCLUSIONS)
+            ).scalar_one()
             n_events = conn.execute(sa.select(sa.func.count()).select_from(EVENTS)).scalar_one()
             n_rej = conn.execute(sa.select(sa.func.count()).select_from(REJECTIONS)).scalar_one()
             latest = (
@@ -536,7 +607,7 @@ class Store:
                 per_session[sidx]["finished"] += 1
                 for k, p in enumerate(plan.sessions[sidx]):
                     pos[p][k] += 1
-            elif last_seq > 0 and now - upd > idle_s:
+            elif last_seq > 0 and abandoned(step, last_seq, upd, now, plan):
                 dropped += 1
         counts = [c for v in pos.values() for c in v]
         return {
@@ -545,6 +616,8 @@ class Store:
             "finished": finished,
             "dropped": dropped,
             "in_progress": started - finished - dropped,
+            "owed": owed,
+            "excluded": n_excluded,
             "per_step": per_step,
             "events": n_events,
             "rejections": n_rej,
@@ -555,3 +628,179 @@ class Store:
                 "position_count_range": [min(counts), max(counts)] if counts else [0, 0],
             },
         }
+
+    # -- the plan the database serves ---------------------------------------------------------
+
+    def bind_plan(self, plan: StudyPlan) -> tuple[StudyPlan, str]:
+        """Bind the database to ``plan`` or check that it is bound to it; return ``(the plan as
+        the database keeps it, how)``; ``how`` is ``created`` (a new database: the plan's hash
+        and text are stored), ``same`` (bound to this plan) or ``adopted`` (a database made
+        before plans were bound, whose sessions all fit ``plan``: bound to it now, once).
+
+        Raises :class:`PlanMismatch` naming both hashes and files when the database serves
+        another plan, or, for an unbound database with sessions, when a session does not fit
+        ``plan`` (its schedule entry or puzzles differ).
+        """
+        # a bound database is only read (an export binds too: no write lock on a busy server)
+        with self.read_engine.connect() as conn:
+            row = conn.execute(sa.select(PLAN_BINDING)).mappings().one_or_none()
+        how = "same"
+        if row is None:  # not bound yet: bind under the writer's lock, reading again
+            with self.engine.begin() as conn:
+                if not self.sqlite:
+                    conn.execute(sa.select(sa.func.pg_advisory_xact_lock(SCHEMA_LOCK)))
+                row = conn.execute(sa.select(PLAN_BINDING)).mappings().one_or_none()
+                if row is None:
+                    how = self._bind(conn, plan)
+                    row = {"digest": plan.digest, "plan_text": plan.text}
+        if row["digest"] != plan.digest:
+            raise PlanMismatch(
+                f"the database {self._where()} serves another plan: it was bound on "
+                f"{_utc(row['bound_at'])} to {row['source']} (sha256 {row['digest']}); "
+                f"{plan.path or plan.name} has sha256 {plan.digest}. Serve the plan "
+                "the database was made with (an export, `nonolab serve PLAN --database DB "
+                "--export DEST`, writes it to DEST/plan.yaml whatever PLAN is), or start "
+                "a new database for the new plan"
+            )
+        bound = plan_from_text(row["plan_text"], f"the plan kept in {self._where()}", plan.path)
+        return bound, how
+
+    def _bind(self, conn: sa.Connection, plan: StudyPlan) -> str:
+        """Store ``plan`` as the database's plan (in ``conn``'s transaction); return
+        ``created`` or ``adopted`` (sessions stored before: each must fit ``plan``)."""
+        misfit = _misfits(conn, plan)
+        if misfit:
+            raise PlanMismatch(
+                f"the database {self._where()} was made before plans were bound and "
+                f"its sessions do not fit {plan.path or plan.name} (sha256 "
+                f"{plan.digest}): {misfit}"
+            )
+        n = conn.execute(sa.select(sa.func.count()).select_from(PARTICIPANTS)).scalar_one()
+        how = "adopted" if n else "created"
+        conn.execute(
+            PLAN_BINDING.insert().values(
+                id=1, digest=plan.digest, plan_text=plan.text,
+                source=str(plan.path or plan.name), bound_at=time.time(), how=how,
+            )
+        )  # fmt: skip
+        return how
+
+    def bound_plan(self) -> StudyPlan | None:
+        """Return the plan the database is bound to (read from its own copy), or None."""
+        with self.read_engine.connect() as conn:
+            row = conn.execute(sa.select(PLAN_BINDING)).mappings().one_or_none()
+        if row is None:
+            return None
+        return plan_from_text(row["plan_text"], f"the plan kept in {self._where()}")
+
+    def exclude(self, labels: list[str], reason: str) -> list[str]:
+        """Exclude the sessions ``labels`` (``P00003``) with ``reason``: their schedule entries
+        are served again to the next participants (:func:`owed_entries`); their data stay in
+        the database and the export. Return the labels newly excluded (one already excluded
+        keeps its first reason); raise :class:`StoreError` (404) naming unknown labels."""
+        now = time.time()
+
+        def run(conn: sa.Connection) -> list[str]:
+            got = dict(
+                conn.execute(
+                    sa.select(PARTICIPANTS.c.label, PARTICIPANTS.c.id).where(
+                        PARTICIPANTS.c.label.in_(labels)
+                    )
+                ).all()
+            )
+            unknown = sorted(set(labels) - set(got))
+            if unknown:
+                raise StoreError(404, f"no session {', '.join(unknown)} in the database")
+            done = set(
+                conn.execute(
+                    sa.select(EXCLUSIONS.c.participant_id).where(
+                        EXCLUSIONS.c.participant_id.in_(list(got.values()))
+                    )
+                ).scalars()
+            )
+            new = [lab for lab in dict.fromkeys(labels) if got[lab] not in done]
+            if new:
+                conn.execute(
+                    EXCLUSIONS.insert(),
+                    [{"participant_id": got[lab], "reason": reason[:1000], "excluded_at": now}
+                     for lab in new],
+                )  # fmt: skip
+            return new
+
+        return self._transact(run)
+
+    def exclusions(self, conn: sa.Connection | None = None) -> dict[str, str]:
+        """Return ``{label: reason}`` of the excluded sessions (through ``conn`` when given)."""
+        q = sa.select(PARTICIPANTS.c.label, EXCLUSIONS.c.reason).join(
+            EXCLUSIONS, EXCLUSIONS.c.participant_id == PARTICIPANTS.c.id
+        )
+        if conn is not None:
+            return dict(conn.execute(q).all())
+        with self.read_engine.connect() as c:
+            return dict(c.execute(q).all())
+
+    def _where(self) -> str:
+        return self.url.split("@")[-1].removeprefix("sqlite:///")
+
+
+def abandoned(step: str, last_seq: int, updated_at: float, now: float, plan: StudyPlan) -> bool:
+    """Return True when a session (its ``step``, ``last_seq``, last activity ``updated_at`` in
+    epoch seconds) is abandoned at ``now``: unfinished and without an event for the plan's
+    ``platform.replace_after_s`` seconds. A researcher-made link nobody has opened yet (no
+    event, ``enrollment: links``) is never abandoned: it waits for its participant."""
+    if step == "done":
+        return False
+    if last_seq == 0 and plan.platform["enrollment"] == "links":
+        return False
+    return now - updated_at > plan.platform["replace_after_s"]
+
+
+def owed_entries(conn: sa.Connection, plan: StudyPlan, served: int, now: float) -> list[int]:
+    """Return the schedule entries owed a replacement at ``now``, in schedule order.
+
+    After ``served`` positions were handed out in order, entry ``e`` has been issued
+    ``served // n + (e < served % n)`` times (``n`` entries). Each issue is kept by a finished
+    session or a live one (unfinished, not :func:`abandoned`) that the researcher has not
+    excluded (:meth:`Store.exclude`); the entry is owed one session per issue that none keeps. This keeps the plan's stopping rule: a session that ends
+    incomplete is replaced by serving its schedule entry to the next participant, never a
+    finished or live one's; an abandoned participant who comes back still finishes.
+    """
+    n = len(plan.sessions)
+    kept = [0] * n
+    rows = conn.execute(
+        sa.select(PARTICIPANTS.c.schedule_idx, PARTICIPANTS.c.step, PARTICIPANTS.c.last_seq,
+                  PARTICIPANTS.c.updated_at)
+        .outerjoin(EXCLUSIONS, EXCLUSIONS.c.participant_id == PARTICIPANTS.c.id)
+        .where(EXCLUSIONS.c.participant_id.is_(None))
+    ).all()  # fmt: skip
+    for sidx, step, last_seq, upd in rows:
+        if 0 <= sidx < n and not abandoned(step, last_seq, upd, now, plan):
+            kept[sidx] += 1
+    issued = [served // n + (e < served % n) for e in range(n)]
+    return [e for e in range(n) if issued[e] > kept[e]]
+
+
+class PlanMismatch(PlanError):
+    """The database serves another plan than the one given; the message names both."""
+
+
+def _utc(t: float) -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(t))
+
+
+def _misfits(conn: sa.Connection, plan: StudyPlan) -> str:
+    """Return why the sessions stored so far do not fit ``plan`` (the first one that does not:
+    a schedule entry beyond the plan's or puzzles other than its entry's), or ""."""
+    rows = conn.execute(
+        sa.select(PARTICIPANTS.c.label, PARTICIPANTS.c.schedule_idx, PARTICIPANTS.c.state)
+    ).all()
+    for label, sidx, state in rows:
+        if not 0 <= sidx < len(plan.sessions):
+            return f"session {label} was served schedule entry {sidx}, the plan has {len(plan.sessions)}"
+        queue = json.loads(state).get("queue")
+        if queue != plan.sessions[sidx]:
+            return (
+                f"session {label} plays puzzles {queue}, the plan's entry {sidx} is "
+                f"{plan.sessions[sidx]}"
+            )
+    return ""

@@ -1,7 +1,9 @@
 """The board of one study attempt, replayed from its logged events.
 
 This is the single statement of what a logged event does to the board; the ingest (previous
-cell values), the features (final boards) and the solve trajectories all replay through it.
+cell values), the features (final boards) and the solve trajectories all replay through it, and
+the study platform (:mod:`nonolab.collect.session`) plays every participant's board and decides
+"solved" (:meth:`Board.mismatches`) with it.
 
 Cell values: ``1`` filled, ``0`` empty, ``-1`` crossed (marked empty).
 
@@ -21,6 +23,7 @@ Cell values: ``1`` filled, ``0`` empty, ``-1`` crossed (marked empty).
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -31,12 +34,35 @@ BOARD_EVENTS = ("move", "drag", "undo", "reset")
 
 class Board:
     """One attempt's board with the platform's undo stack (a snapshot of the changed cells per
-    move, drag or reset)."""
+    move, drag or reset, with the name of the action that made it)."""
 
     def __init__(self, height: int, width: int):
         self.h, self.w = height, width
         self._cells: list[int] = [0] * (height * width)
         self._stack: list[list[tuple[int, int]]] = []
+        self._labels: list[str] = []
+
+    @classmethod
+    def restore(cls, height: int, width: int, cells: list[int], stack: list[Any]) -> Board:
+        """Return the board saved by :meth:`saved`: ``cells`` (row-major -1/0/1) and ``stack``
+        (``[label, [[cell index, previous value], ...]]`` per undo step, oldest first)."""
+        b = cls(height, width)
+        b._cells = [int(v) for v in cells]
+        b._stack = [[(int(i), int(v)) for i, v in snap] for _, snap in stack]
+        b._labels = [str(label) for label, _ in stack]
+        return b
+
+    def saved(self) -> tuple[list[int], list[list[Any]]]:
+        """Return ``(cells, stack)`` as plain JSON-able lists (see :meth:`restore`)."""
+        stack = [
+            [lab, [[i, v] for i, v in snap]]
+            for lab, snap in zip(self._labels, self._stack, strict=True)
+        ]
+        return list(self._cells), stack
+
+    def _push(self, label: str, snap: list[tuple[int, int]]) -> None:
+        self._stack.append(snap)
+        self._labels.append(label)
 
     @property
     def cells(self) -> np.ndarray:
@@ -48,7 +74,7 @@ class Board:
         i = r * self.w + c
         old = self._cells[i]
         self._cells[i] = value
-        self._stack.append([(i, old)])
+        self._push("move", [(i, old)])
         return old
 
     def drag(self, mode: str, cells: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
@@ -69,12 +95,12 @@ class Board:
             snap.append((i, old))
             out.append((old, new))
         if snap:
-            self._stack.append(snap)
+            self._push("drag", snap)
         return out
 
-    def set_cells(self, cells: Iterable[tuple[int, int, int]]) -> None:
-        """Set each ``(r, c, value)`` of one logged move or drag (one undo step; none for no
-        cells)."""
+    def set_cells(self, cells: Iterable[tuple[int, int, int]], label: str = "move") -> None:
+        """Set each ``(r, c, value)`` of one logged move or drag (one undo step named
+        ``label``; none for no cells)."""
         snap = []
         board = self._cells
         for r, c, v in cells:
@@ -82,22 +108,39 @@ class Board:
             snap.append((i, board[i]))
             board[i] = v
         if snap:
-            self._stack.append(snap)
+            self._push(label, snap)
 
     def hint(self, r: int, c: int) -> None:
         """A hint on cell (r, c): the board does not change (see the module docstring)."""
 
-    def undo(self) -> None:
-        """Restore the cells of the last move, drag or reset (no-op when there is none)."""
-        if self._stack:
-            board = self._cells
-            for i, old in reversed(self._stack.pop()):
-                board[i] = old
+    def undo(self) -> tuple[str, int] | None:
+        """Restore the cells of the last move, drag or reset; return ``(its label, cells
+        restored)``, or None (nothing changed) when there is none."""
+        if not self._stack:
+            return None
+        board = self._cells
+        snap = self._stack.pop()
+        for i, old in reversed(snap):
+            board[i] = old
+        return self._labels.pop(), len(snap)
 
     def reset(self) -> None:
         """Clear the board, keeping an undo snapshot of the filled and crossed cells."""
-        self._stack.append([(i, v) for i, v in enumerate(self._cells) if v != 0])
+        self._push("reset", [(i, v) for i, v in enumerate(self._cells) if v != 0])
         self._cells = [0] * (self.h * self.w)
+
+    def mismatches(self, solution: Any) -> list[tuple[int, int]]:
+        """Return the cells ``(r, c)``, row-major, whose filled state differs from
+        ``solution`` (a 0/1 grid of the board's shape; a crossed cell counts as empty). The
+        attempt is solved when there are none: the platform's check and the analysis agree
+        because both ask this board."""
+        sol = np.asarray(solution).ravel().tolist()
+        w = self.w
+        return [
+            divmod(i, w)
+            for i, (v, x) in enumerate(zip(self._cells, sol, strict=True))
+            if (1 if v == 1 else 0) != x
+        ]
 
     def filled_correct(self, solution: np.ndarray) -> int:
         """Return the number of filled cells that are filled in ``solution`` (a 0/1 array of
@@ -144,9 +187,12 @@ def replay_attempts(
             j += 1
         if typ == "move" or typ == "drag":
             board.set_cells(
-                (int(rs[m]), int(cs[m]), int(vs[m]))
-                for m in range(i, j)
-                if types[m] == "move" or types[m] == "drag"
+                (
+                    (int(rs[m]), int(cs[m]), int(vs[m]))
+                    for m in range(i, j)
+                    if types[m] == "move" or types[m] == "drag"
+                ),
+                typ,
             )
         elif typ == "undo":
             board.undo()

@@ -10,7 +10,7 @@ import sys
 
 def _serve(args: argparse.Namespace) -> int:
     from nonolab.collect.plan import PlanError, load_plan
-    from nonolab.collect.store import Store
+    from nonolab.collect.store import PlanMismatch, Store
 
     try:
         plan = load_plan(args.plan)
@@ -18,12 +18,55 @@ def _serve(args: argparse.Namespace) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 2
     store = Store(args.database, synchronous=args.sqlite_synchronous)
+    try:
+        # the database keeps the plan it was made with; another plan is refused
+        plan, how = store.bind_plan(plan)
+    except PlanMismatch as e:
+        kept = store.bound_plan() if args.export else None
+        if kept is None:
+            print(f"error: {e}", file=sys.stderr)
+            store.close()
+            return 2
+        # an export is written from the database's own plan whatever file is named
+        print(f"note: {e}; the export uses the database's own plan", file=sys.stderr)
+        plan, how = kept, "same"
+    except PlanError as e:
+        print(f"error: {e}", file=sys.stderr)
+        store.close()
+        return 2
+    if how == "adopted":
+        print(
+            f"note: {args.database} was made before a database kept its plan; its sessions fit "
+            f"{args.plan}, so it is now bound to that plan (sha256 {plan.digest}); a start with "
+            "another plan will be refused",
+            file=sys.stderr,
+        )
+    if args.exclude:
+        if not args.reason:
+            print(
+                "error: --exclude needs --reason (why the sessions are excluded)", file=sys.stderr
+            )
+            return 2
+        from nonolab.collect.store import StoreError
+
+        try:
+            new = store.exclude(args.exclude, args.reason)
+        except StoreError as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 2
+        finally:
+            store.close()
+        print(
+            f"excluded {', '.join(new) or 'nothing new'}; their schedule entries are served "
+            "to the next participants who start"
+        )
+        return 0
     if args.export:
         from nonolab.collect.export import export_study
 
         try:
             rec = export_study(store, plan, args.export)
-        except FileExistsError as e:
+        except (FileExistsError, PlanError) as e:
             print(f"error: {e}", file=sys.stderr)
             return 2
         print(
@@ -79,6 +122,14 @@ def register(sub: argparse._SubParsersAction) -> None:
         metavar="DEST",
         help="do not serve: export the study folder to DEST (atomically) and exit",
     )
+    p.add_argument(
+        "--exclude",
+        metavar="LABEL",
+        action="append",
+        help="do not serve: exclude session LABEL (e.g. P00003; repeatable) so that its "
+        "schedule entry is served again, as the plan's stopping rule says, and exit",
+    )
+    p.add_argument("--reason", help="why the --exclude sessions are excluded (kept with them)")
     p.add_argument(
         "--behind-proxy",
         action="store_true",

@@ -12,7 +12,9 @@ platform explain:
 * ``coded ratings (preset)``: a coded rating reason whose rating differs from the log's, kept,
   when the preset says why (``themes.coded_ratings_differ``).
 
-Every other ledger row is a problem. Exit status: 0 when the study is usable as it is (only
+Every other ledger row is a problem, and so is a line whose client time disagrees with the
+server's receive time beyond the bounds of :mod:`nonolab.study.clocks` (logs written by
+``nonolab serve``, which carry ``server_t``). Exit status: 0 when the study is usable as it is (only
 known rows), 1 when there are problems, 2 when the study cannot be read at all (the message
 names the file).
 """
@@ -114,6 +116,7 @@ def validation_report(result: Any, study: Path, preset: Any, sources: list[Any])
         else:
             known.append({**rec, "known": why})
     problems += snakemake_name_rows(study, preset, sources)
+    problems += clock_check(sources)
     s = result.summary
     warnings = puzzle_warnings(study, preset) + glob_warnings(study, preset)
     warnings += _id_warnings(result, preset, sources)
@@ -166,6 +169,20 @@ def snakemake_name_rows(study: Path, preset: Any, sources: list[Any]) -> list[di
         }
         for p in snakemake_name_problems(study, preset, sources)
     ]
+
+
+def clock_check(sources: list[Any]) -> list[dict[str, Any]]:
+    """Return the problems of lines whose client time ``t`` disagrees with the server's receive
+    time ``server_t`` beyond the bounds of :mod:`nonolab.study.clocks`, over the log files read
+    (``sources``: :func:`nonolab.study.presets.log_sources`; files the preset excludes are not
+    checked)."""
+    from nonolab.study.clocks import clock_problems
+
+    out: list[dict[str, Any]] = []
+    for s in sources:
+        if s.read and s.participant_id is not None:
+            out += clock_problems(s.path, s.rel, s.participant_id)
+    return out
 
 
 def puzzle_warnings(study: Path, preset: Any) -> list[dict[str, Any]]:
