@@ -34,6 +34,7 @@ from typing import Any
 from nonolab.core.tables import write_text
 from nonolab.report import headline
 from nonolab.report.catalogue import ENTRIES, SECTIONS, Entry
+from nonolab.report.consistency import BANNER_SLOT, banner_html, check_results
 
 #: tables with more rows than this get a search box and pages
 INTERACTIVE_ROWS = 20
@@ -365,6 +366,8 @@ table.nl-table th,table.nl-table td{border-bottom:1px solid #e2e2e2;padding:.2em
 text-align:left;white-space:nowrap}
 table.nl-table thead th{background:#f2f4f7}
 table.nl-table td.clip{max-width:24em;overflow:hidden;text-overflow:ellipsis}
+.stale-banner{background:#fff3cd;border-bottom:3px solid #b8860b;color:#3d2c00;
+padding:.8em 2em}.stale-banner ul{margin:.3em 0 0}
 """
 
 #: start-up of the interactive tables: import the embedded DataTables bundle (a module given
@@ -417,6 +420,7 @@ def render_report(results_dir: str | os.PathLike) -> str:
     root = results_root(results_dir)
     facts = study_facts(root)
     config = caption_context(root)
+    banner = banner_html(check_results(root))
     ranking = config.get("ranking", {})
     items: dict[str, list[str]] = {k: [] for k in SECTIONS}
     toc: dict[str, list[tuple[str, str]]] = {k: [] for k in SECTIONS}
@@ -475,7 +479,7 @@ def render_report(results_dir: str | os.PathLike) -> str:
         f'<html lang="en"><head><meta charset="utf-8"><title>{text(name)}: nonolab report'
         "</title>"
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
-        f"<style>{css}</style><style>{_CSS}</style></head><body>"
+        f"<style>{css}</style><style>{_CSS}</style></head><body>{BANNER_SLOT}{banner}"
         f"<header><h1>{text(name)}</h1><p>Nonogram difficulty study report (nonolab), "
         f"preset {text(facts.get('preset') or 'unknown')}</p></header>"
         f'<div class="layout"><nav class="toc"><strong>Contents</strong><ul>{toc_html}</ul></nav>'
