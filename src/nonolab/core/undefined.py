@@ -17,7 +17,7 @@ from typing import Any
 NOT_DEFINED = "not defined"
 
 #: reasons, in the words the report shows
-NOT_CONNECTED = "the comparison graph is not connected (some puzzles were never compared)"
+NOT_CONNECTED = "the puzzles' comparison graph is not connected"
 CONSTANT_METRIC = "the metric is the same for every puzzle"
 CONSTANT_DIFFICULTY = "every puzzle has the same difficulty score"
 NO_DIFFICULTY = "no difficulty score (the Bradley-Terry strengths are not defined)"

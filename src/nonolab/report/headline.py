@@ -152,6 +152,12 @@ def table1_sentences(root: Path, main_solver: str, main_encoding: str) -> list[s
             p_text = fmt_p(row.get("bt_p"))
         parts.append(f"{row['metric']} rho = {fmt(rho)} ({p_text})")
     out = []
+    undefined = {p.split(": ", 1)[1] for p in parts if ": " in p}
+    if parts and len(undefined) == 1 and all(": " in p for p in parts):
+        reason = undefined.pop()
+        names = [p.split(": ", 1)[0] for p in parts]
+        listed = ", ".join(names[:-1]) + f" and {names[-1]}" if len(names) > 1 else names[0]
+        parts = [f"{reason} for {listed}"]
     if parts:
         out.append(
             f"Table 1: over {n} puzzles, the Bradley-Terry difficulty's Spearman correlation "
