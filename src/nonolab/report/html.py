@@ -202,6 +202,17 @@ def _scalar_text(value: Any) -> str:
     return str(value)
 
 
+def _compact(value: Any) -> str:
+    """Return a nested JSON value as short text (``[1, 2]``, ``{key: value}``), scalars as
+    :func:`_scalar_text` writes them (so a missing number reads ``not defined``, never
+    ``NaN`` or ``null``)."""
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k}: {_compact(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, list):
+        return "[" + ", ".join(_compact(v) for v in value) + "]"
+    return _scalar_text(value)
+
+
 def _is_scalar(value: Any) -> bool:
     return value is None or isinstance(value, (bool, int, float, str))
 
@@ -237,7 +248,7 @@ def json_record_html(record: dict[str, Any], table_id: str, depth: int = 0) -> s
         elif isinstance(value, dict) and depth < 2:
             nested.append((key, value))
         else:
-            facts.append((humanise(key), json.dumps(value, sort_keys=True, default=str)))
+            facts.append((humanise(key), _compact(value)))
     parts = []
     for key, value in sentences:
         parts.append(
@@ -265,15 +276,7 @@ def json_record_html(record: dict[str, Any], table_id: str, depth: int = 0) -> s
         parts.append(html_table(["", *(humanise(k) for k in cols)], rows, f"{table_id}-map{i}"))
     for i, (key, items) in enumerate(records):
         cols = list(dict.fromkeys(k for item in items for k in item))
-        rows = [
-            [
-                _scalar_text(item.get(c))
-                if _is_scalar(item.get(c))
-                else json.dumps(item.get(c), sort_keys=True, default=str)
-                for c in cols
-            ]
-            for item in items
-        ]
+        rows = [[_compact(item.get(c)) for c in cols] for item in items]
         parts.append(
             f'<p class="json-text"><strong>{text(humanise(key))}</strong></p>'
             + html_table([humanise(c) for c in cols], rows, f"{table_id}-rec{i}")
