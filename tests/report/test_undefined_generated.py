@@ -14,110 +14,20 @@ from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
 
-import numpy as np
 import pandas as pd
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from report_study import ingest_results
+from report_study import analyse, simulate
 
-from nonolab.core.tables import write_json, write_table
 from nonolab.core.undefined import CONSTANT_METRIC, NOT_CONNECTED
 from nonolab.report import headline
 from nonolab.report.figures.ranking import plot_rank_vs_metrics, plot_strengths
 from nonolab.report.html import render_report
-from nonolab.stats.correlations import raw_mean_rating, table1, table1_points
-from nonolab.stats.ranking import (
-    NotStronglyConnectedError,
-    lr_test,
-    pairwise_comparisons,
-    strengths_table,
-)
-from nonolab.study.features import attempt_features
-from nonolab.study.ingest import read_ingest
 
 #: words that must never stand for a number in prose or a figure title
 BAD = re.compile(r"\b(None|nan|NaN|null|inf)\b")
-
-
-def simulate(out: Path, participants: int, puzzles: int, per_session: str, seed: int) -> Path:
-    from nonolab.cli import main
-
-    assert (
-        main(
-            [
-                "simulate",
-                str(out),
-                "--participants",
-                str(participants),
-                "--puzzles",
-                str(puzzles),
-                "--size",
-                "5x5",
-                "--per-session",
-                per_session,
-                "--seed",
-                str(seed),
-            ]
-        )
-        == 0
-    )
-    return out
-
-
-def analyse(study: Path, results: Path) -> pd.DataFrame:
-    """Write ingest, features, BT and Table 1 outputs for ``study`` into ``results`` (as the
-    workflow's rules do); return Table 1."""
-    preset = study / "preset.yaml"
-    if not preset.is_file():
-        preset = Path(__file__).resolve().parents[2] / "config" / "studies" / "default.yaml"
-    ingest_results(study, preset, results)
-    tables = read_ingest(results / "ingest")
-    feats = attempt_features(tables, 2.5)
-    (results / "features").mkdir(parents=True, exist_ok=True)
-    write_table(feats, results / "features" / "attempts.csv")
-    items = sorted(feats["puzzle_id"].astype(str).unique(), key=lambda s: (len(s), s))
-    comps = pairwise_comparisons(feats.assign(puzzle_id=feats["puzzle_id"].astype(str)))
-    (results / "ranking").mkdir(exist_ok=True)
-    write_table(comps, results / "ranking" / "bt_comparisons.csv")
-    try:
-        test = lr_test(comps, items)
-    except (NotStronglyConnectedError, ValueError):
-        test = {
-            "chi2": None,
-            "df": len(items) - 1,
-            "p": None,
-            "n_comparisons": float(comps["weight"].sum()) if len(comps) else 0.0,
-            "undefined": NOT_CONNECTED,
-        }
-    (results / "tables").mkdir(exist_ok=True)
-    write_json(test, results / "tables" / "bt_lr_test.json")
-    strengths = strengths_table(comps, items)
-    write_table(strengths, results / "tables" / "bt_strengths.csv")
-    rng = np.random.default_rng(len(items))
-    metrics = pd.DataFrame(
-        {
-            "puzzle_id": items,
-            "solver": "minisat22",
-            "encoding": "block_start",
-            "decisions": rng.integers(0, 50, len(items)),
-            "propagations": rng.integers(0, 500, len(items)),
-            "conflicts": 0,  # the same for every puzzle: its rho is not defined
-        }
-    )
-    raw = raw_mean_rating(feats.assign(puzzle_id=feats["puzzle_id"].astype(str)))
-    t1 = table1(strengths, raw, {"corrected": metrics}, n_perm=200)
-    write_table(t1, results / "tables" / "table1_spearman.csv")
-    points = table1_points({"corrected": metrics}, strengths, raw)
-    for fig in (plot_strengths(strengths), plot_rank_vs_metrics(points, t1)):
-        for ax in fig.axes:
-            title = ax.get_title()
-            assert not BAD.search(title), title
-        texts = [t.get_text() for ax in fig.axes for t in ax.texts]
-        assert not any(BAD.search(t) for t in texts), texts
-    return t1
 
 
 SLOW = pytest.mark.slow
@@ -137,7 +47,12 @@ def test_tiny_studies_report_no_undefined_as_number(
     tmp_path, participants, puzzles, per_session, seed
 ):
     study = simulate(tmp_path / "study", participants, puzzles, per_session, seed)
-    t1 = analyse(study, tmp_path / "results")
+    t1, strengths_df, points = analyse(study, tmp_path / "results")
+    for fig in (plot_strengths(strengths_df), plot_rank_vs_metrics(points, t1)):
+        for ax in fig.axes:
+            assert not BAD.search(ax.get_title()), ax.get_title()
+        texts = [t.get_text() for ax in fig.axes for t in ax.texts]
+        assert not any(BAD.search(t) for t in texts), texts
     # Table 1: no p beside an undefined rho, every undefined rho has its (true) reason
     for col in ("bt", "raw"):
         undefined = t1[f"{col}_rho"].isna()

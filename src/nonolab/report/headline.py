@@ -187,9 +187,10 @@ def _strengths_reason(root: Path) -> str:
     return NOT_CONNECTED if "connected" in status or "undefined" in status else ""
 
 
-def _comparison_sample(root: Path, lr: Mapping[str, Any] | None) -> str:
-    """Return the sample of the Bradley-Terry model: participant pairs, participants and
-    puzzles (``ranking/bt_comparisons.csv``, else the LR record's ``n_comparisons``)."""
+def _comparison_sample(root: Path, lr: Mapping[str, Any] | None) -> tuple[str, float]:
+    """Return the sample of the Bradley-Terry model in words (participant pairs, participants
+    and puzzles: ``ranking/bt_comparisons.csv``, else the LR record's ``n_comparisons``) and
+    the number of participants (NaN when unknown)."""
     path = root / "ranking" / "bt_comparisons.csv"
     if path.is_file():
         c = read_table(path)
@@ -205,9 +206,10 @@ def _comparison_sample(root: Path, lr: Mapping[str, Any] | None) -> str:
             text += f" by {fmt(people)} participants"
         if items is not None:
             text += f" of {fmt(items)} puzzles"
-        return text
+        return text, float(people) if people is not None else math.nan
     n = _num((lr or {}).get("n_comparisons"))
-    return f"{fmt(n)} pairwise comparisons" if math.isfinite(n) else "its pairwise comparisons"
+    words = f"{fmt(n)} pairwise comparisons" if math.isfinite(n) else "its pairwise comparisons"
+    return words, math.nan
 
 
 def ranking_sentences(root: Path) -> list[str]:
@@ -221,13 +223,20 @@ def ranking_sentences(root: Path) -> list[str]:
     out = []
     lr = _load_json(root / "tables" / "bt_lr_test.json")
     if lr is not None:
-        sample = _comparison_sample(root, lr)
+        sample, people = _comparison_sample(root, lr)
         chi2 = _num(lr.get("chi2"))
         if math.isfinite(chi2):
+            small = too_small(math.nan, people)
             out.append(
-                f"The Bradley-Terry model of {sample} tells the puzzles' difficulties apart: "
-                f"likelihood-ratio chi2 = {fmt(chi2)} on {fmt(lr.get('df'))} df, "
-                f"{fmt_p(lr.get('p'))}."
+                f"The Bradley-Terry model of {sample}: the likelihood-ratio test of equal "
+                f"difficulty gives chi2 = {fmt(chi2)} on {fmt(lr.get('df'))} df, "
+                f"{fmt_p(lr.get('p'))}"
+                + (
+                    f" (descriptive only: a finding needs at least {MIN_FINDING_PARTICIPANTS} "
+                    "participants)."
+                    if small
+                    else "."
+                )
             )
         else:
             reason = str(lr.get("undefined") or "").strip() or _strengths_reason(root)
@@ -242,7 +251,11 @@ def ranking_sentences(root: Path) -> list[str]:
         def one(row: pd.Series) -> str:
             ci = ""
             if "ci_low" in row and "ci_high" in row:
-                ci = f", interval {fmt(row['ci_low'])} to {fmt(row['ci_high'])}"
+                lo, hi = _num(row["ci_low"]), _num(row["ci_high"])
+                if math.isfinite(lo) and math.isfinite(hi):
+                    ci = f", interval {fmt(lo)} to {fmt(hi)}"
+                else:
+                    ci = ", interval not defined (no usable bootstrap resample)"
             return f"puzzle {row['puzzle_id']} (strength {fmt(row['_s'])}{ci})"
 
         out.append(
