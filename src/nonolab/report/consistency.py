@@ -65,7 +65,8 @@ class Consistency:
         """Return one line naming the ingest run and fingerprint, and whether all is in step."""
         run = (self.ingest_run or "none")[:12]
         fp = (self.fingerprint or "unknown")[:12]
-        state = "consistent" if self.ok else f"OUT OF DATE ({len(self.problems)} problems)"
+        n = len(self.problems)
+        state = "consistent" if self.ok else f"OUT OF DATE ({n} problem{'s' if n > 1 else ''})"
         return (
             f"results of ingest run {run} (study fingerprint {fp}); {self.checked} stage "
             f"outputs checked: {state}"

@@ -28,7 +28,7 @@ from nonolab.study.schemas import read_csv
 
 #: a model or test is headlined as a finding only when it rests on at least this many attempts
 #: and participants; below that the headline gives the sample and calls the estimates
-#: descriptive (docs/report.md, "Headlines")
+#: descriptive (docs/decisions.md, "Undefined statistics carry their reason")
 MIN_FINDING_ATTEMPTS = 20
 MIN_FINDING_PARTICIPANTS = 5
 

@@ -27,7 +27,7 @@ def _report(args: argparse.Namespace) -> int:
     found = check_results(root)
     out = build_report(Path(args.results), Path(args.out) if args.out else None)
     print(f"report: {out}")
-    print(found.summary())
+    print(found.summary(), flush=True)
     if not found.ok:
         print(
             "nonolab report: these results are out of date or mixed (the page says so at the top):",
