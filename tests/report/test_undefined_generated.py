@@ -143,3 +143,35 @@ def test_headlines_write_missing_numbers_as_not_defined(tmp_path, coef, p, n, pe
     model_line = next(s for s in sentences if s.startswith("Mixed models of pauses"))
     if small or few:
         assert "< 0.05" not in model_line and "descriptive" in model_line, model_line
+
+
+@settings(max_examples=10, deadline=None, derandomize=True)
+@given(
+    words=st.lists(
+        st.sampled_from(["nan", "NaN", "None", "inf", "-inf", "null", "0.25", "nanometre", "rho"]),
+        min_size=1,
+        max_size=4,
+    )
+)
+def test_saved_figures_never_say_nan(tmp_path_factory, words):
+    """Whatever a figure's code wrote, a saved figure's texts read "not defined" for a missing
+    number, and words that only contain the letters (nanometre) are left alone."""
+    import matplotlib.pyplot as plt
+
+    from nonolab.report.figures import save_figure
+
+    fig, ax = plt.subplots()
+    text = ", ".join(f"x={w}" for w in words)
+    ax.set_title(text)
+    ax.set_xlabel(text)
+    ax.plot([0, 1], [0, 1], label=text)
+    ax.legend()
+    ax.annotate(text, (0.5, 0.5))
+    out = tmp_path_factory.mktemp("fig") / "f.png"
+    save_figure(fig, out)
+    assert out.is_file()
+    texts = [ax.get_title(), ax.get_xlabel(), ax.texts[0].get_text()]
+    texts += [t.get_text() for t in ax.get_legend().get_texts()]
+    for t in texts:
+        assert not BAD.search(t.replace("nanometre", "")), t
+        assert t.count("nanometre") == words.count("nanometre")
