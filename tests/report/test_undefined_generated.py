@@ -78,6 +78,11 @@ def test_tiny_studies_report_no_undefined_as_number(
         assert not BAD.search(s), s
         assert not re.search(r"\bp = 0(?![.\d])", s), s
     assert "not defined" in main or t1["bt_rho"].notna().all()
+    # and nowhere else in the page's prose (captions, study summary), nor in a table cell
+    prose = re.sub(r"<style.*?</style>|<table.*?</table>", "", body, flags=re.S)
+    prose = re.sub(r"<[^>]+>", " ", prose)
+    assert not BAD.search(prose), BAD.findall(prose)
+    assert not re.findall(r"<td[^>]*>(None|nan|NaN|null)</td>", body)
 
 
 # ---------------------------------------------------------------- property: blanked cells
