@@ -138,3 +138,38 @@ def test_an_incomplete_ingest_is_named(tmp_path, base):
     (work / "results" / "ingest" / "ratings.parquet").unlink()
     found = check_results(work / "results")
     assert any("ratings.parquet is missing" in p for p in found.problems), found.problems
+
+
+@pytest.mark.slow
+def test_nonolab_run_that_fails_marks_the_last_report(tmp_path, base):
+    """The real path: `nonolab run` (ingest and pauses), a report, then a run whose pauses job
+    fails (its input lost its columns): the run says so, the folder records it and the last page
+    carries the banner; `nonolab report` then says so too."""
+    import subprocess
+    import sys
+
+    study = tmp_path / "my study"
+    shutil.copytree(base, study)
+    work = tmp_path / "work"
+    target = "results/pauses/threshold.json"
+
+    def run(*extra: str) -> subprocess.CompletedProcess:
+        cmd = [sys.executable, "-m", "nonolab", "run", "--study", str(study), "--preset"]
+        cmd += [str(study / "preset.yaml"), "--results", str(work), "--cores", "1", target]
+        return subprocess.run([*cmd, *extra], capture_output=True, text=True, timeout=1200)
+
+    first = run()
+    assert first.returncode == 0, first.stderr[-3000:]
+    page = build_report(work)
+    assert BANNER not in page.read_text(encoding="utf-8")
+    events = work / "results" / "ingest" / "events.parquet"
+    # only the event types left: the workflow still starts, the pauses job cannot compute gaps
+    pd.read_parquet(events, columns=["type"]).to_parquet(events)
+    failed = run("--", "--forcerun", "pauses")
+    assert failed.returncode != 0
+    assert "marked out of date" in failed.stderr, failed.stderr[-3000:]
+    assert (work / "results" / RUN_STATUS).is_file()
+    marked = page.read_text(encoding="utf-8")
+    assert BANNER in marked and "pauses" in marked.split(BANNER, 1)[1][:2000]
+    assert main(["report", "--results", str(work)]) == 0
+    assert BANNER in page.read_text(encoding="utf-8")
