@@ -3,6 +3,7 @@ model tables that lead with the inference rule's df and p, and no section withou
 
 from __future__ import annotations
 
+import json
 import math
 import re
 
@@ -92,3 +93,25 @@ def test_model_tables_lead_with_the_inference_rule():
 def test_humanise_units():
     assert humanise("threshold_used_s") == "threshold used (s)"
     assert humanise("n_gaps") == "n gaps"
+
+
+def test_the_pause_stage_sentences_are_shown_as_sentences(tmp_path):
+    """A record's list of sentences (threshold.json ``threshold_sentences``, the pause stage's
+    threshold chain) is a list of sentences on the page and leads the pause headline."""
+    from nonolab.report import headline
+
+    said = [
+        "Pauses are gaps longer than 2.41 s (the crossing of the two slowest components of a "
+        "2-component log-normal mixture).",
+        "Earlier steps of the threshold chain gave none: the 3-component fit did not cross.",
+    ]
+    rec = {"threshold_used_s": 2.41, "n_gaps": 480, "threshold_sentences": said}
+    out = json_record_html(rec, "t")
+    page = Page(out)
+    assert said[0] in page.texts and said[1] in page.texts
+    assert out.count("<li>") == 2
+    (tmp_path / "pauses").mkdir()
+    (tmp_path / "pauses" / "threshold.json").write_text(json.dumps(rec), encoding="utf-8")
+    lines = headline.pause_sentences(tmp_path)
+    assert lines[:2] == said
+    assert "480 gaps" in lines[2]

@@ -400,8 +400,9 @@ def _behaviour_sentence(behaviour: str, g: pd.DataFrame, pcol: str, pname: str) 
 
 
 def pause_sentences(root: Path) -> list[str]:
-    """Sentences on the pause threshold (``pauses/threshold.json``): the threshold used and
-    where it comes from, the number of gaps, the converged fit's check (how far the crossing
+    """Sentences on the pause threshold (``pauses/threshold.json``): the pause stage's own
+    sentences when the record has them (``threshold_sentences``: the threshold chain), else the
+    threshold used and where it comes from; the number of gaps, the converged fit's check (how far the crossing
     moved, agreement over random starts), the BIC improvements, and any degenerate component
     or fallback the record reports."""
     rec = _load_json(root / "pauses" / "threshold.json")
@@ -413,11 +414,18 @@ def pause_sentences(root: Path) -> list[str]:
     fitted = ""
     if math.isfinite(_num(crossing)) and abs(_num(crossing) - _num(used)) > 1e-9:
         fitted = f"; the fitted crossing is {fmt(crossing, 4)} s"
-    out = [
-        f"Pause threshold used: {fmt(used, 4)} s (source: {source}{fitted}), from a "
-        f"{len(rec.get('weights') or [])}-component Gaussian mixture of the log gaps between "
-        f"interactions within puzzles ({fmt(rec.get('n_gaps'))} gaps)."
-    ]
+    given = [str(x) for x in rec.get("threshold_sentences") or [] if str(x).strip()]
+    if given:  # the pause stage's own sentences (its threshold chain), with the sample
+        out = given + [
+            f"The pause model was fitted to {fmt(rec.get('n_gaps'))} gaps between "
+            "interactions within puzzles."
+        ]
+    else:
+        out = [
+            f"Pause threshold used: {fmt(used, 4)} s (source: {source}{fitted}), from a "
+            f"{len(rec.get('weights') or [])}-component Gaussian mixture of the log gaps "
+            f"between interactions within puzzles ({fmt(rec.get('n_gaps'))} gaps)."
+        ]
     fit = rec.get("converged_fit") or {}
     check = fit.get("check") or {}
     bits = []
@@ -442,7 +450,8 @@ def pause_sentences(root: Path) -> list[str]:
         )
     if bits:
         out.append("Converged fit (EM run to convergence): " + "; ".join(bits) + ".")
-    out += _degenerate_sentences(rec)
+    if not given:  # the chain's sentences say how a collapsed component was handled
+        out += _degenerate_sentences(rec)
     order = rec.get("order_dependence") or {}
     for name, label in (
         ("converged", "converged fit"),

@@ -220,12 +220,13 @@ def _is_scalar(value: Any) -> bool:
 def json_record_html(record: dict[str, Any], table_id: str, depth: int = 0) -> str:
     """Return a JSON record (``threshold.json`` and the like) as readable HTML, whatever keys
     it holds: its scalars as one two-column table of facts (keys in words, units in brackets),
-    long strings as sentences, lists of numbers of one length as one table with a row per
+    long strings and lists of them as sentences, lists of numbers of one length as one table with a row per
     position, mappings of scalars that share their keys as one table with a row per key, lists
     of records as a table with a column per field, and each nested record as a sub-heading with
     the same treatment (below two levels: compact JSON in a cell). Every string escaped."""
     facts: list[tuple[str, str]] = []
     sentences: list[tuple[str, str]] = []
+    prose: list[tuple[str, list[str]]] = []
     series: dict[int, dict[str, list[Any]]] = {}
     keyed: dict[tuple[str, ...], dict[str, dict[str, Any]]] = {}
     records: list[tuple[str, list[dict]]] = []
@@ -237,6 +238,12 @@ def json_record_html(record: dict[str, Any], table_id: str, depth: int = 0) -> s
             facts.append((humanise(key), _scalar_text(value)))
         elif isinstance(value, list) and not value:
             facts.append((humanise(key), "none"))
+        elif (
+            isinstance(value, list)
+            and all(isinstance(v, str) for v in value)
+            and any(len(v) > SENTENCE_CHARS for v in value)
+        ):
+            prose.append((key, value))
         elif isinstance(value, list) and all(_is_scalar(v) for v in value):
             series.setdefault(len(value), {})[key] = value
         elif isinstance(value, list) and all(isinstance(v, dict) for v in value):
@@ -253,6 +260,12 @@ def json_record_html(record: dict[str, Any], table_id: str, depth: int = 0) -> s
     for key, value in sentences:
         parts.append(
             f'<p class="json-text"><strong>{text(humanise(key))}:</strong> {text(value)}</p>'
+        )
+    for key, values in prose:
+        items = "".join(f"<li>{text(v)}</li>" for v in values)
+        parts.append(
+            f'<p class="json-text"><strong>{text(humanise(key))}:</strong></p>'
+            f'<ul class="json-text">{items}</ul>'
         )
     if facts:
         parts.append(html_table(["quantity", "value"], facts, f"{table_id}-facts"))
