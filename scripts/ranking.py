@@ -5,6 +5,7 @@ test."""
 import logging
 
 from nonolab.core.tables import provenance, write_json, write_table
+from nonolab.core.undefined import NOT_CONNECTED
 from nonolab.stats.ranking import (
     NotStronglyConnectedError,
     bootstrap_log_strengths,
@@ -32,7 +33,14 @@ try:
     log.info("LR chi2 %.4f, df %d, p %.4g", test["chi2"], test["df"], test["p"])
 except NotStronglyConnectedError as e:
     log.warning("Bradley-Terry point estimate undefined: %s", e)
-    test = {"chi2": None, "df": len(items) - 1, "p": None, "status": f"undefined: {e}"}
+    test = {
+        "chi2": None,
+        "df": len(items) - 1,
+        "p": None,
+        "n_comparisons": float(comparisons["weight"].sum()),
+        "status": f"undefined: {e}",
+        "undefined": NOT_CONNECTED,
+    }
 
 progress = lambda i, n: log.info("bootstrap %d/%d", i, n)  # noqa: E731
 boots = {}

@@ -4,6 +4,7 @@ from problems, and an exit status saying whether the study is usable."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -107,3 +108,24 @@ def test_known_reason_rules():
     assert known_reason(row("attempt", "b/p2.ndjson:9", "p2/1", skipped.replace("-1", "7"),
                             "kept"), {}) is None  # fmt: skip
     assert known_reason(row("line", "b/p2.ndjson:3", "p2", "not a JSON object"), excluded) is None
+
+
+def test_validate_says_which_preset_it_assumed_and_why(tmp_path, capsys):
+    """Without --preset, validate names the preset it assumed and why; a preset file in the
+    study folder (which auto does not read) is named with the command that would use it."""
+    import shutil
+
+    from nonolab.cli import main
+
+    study = tmp_path / "lab study"
+    shutil.copytree(Path(__file__).resolve().parents[2] / "data" / "example-study", study)
+    main(["validate", str(study)])
+    out = capsys.readouterr().out
+    assert "preset default: assumed (no --preset): no shipped preset's fingerprint" in out
+    (study / "preset.yaml").write_text("extends: default\nname: lab\n", encoding="utf-8")
+    main(["validate", str(study)])
+    out = capsys.readouterr().out
+    assert f"--preset {study / 'preset.yaml'}" in out
+    main(["validate", str(study), "--preset", str(study / "preset.yaml")])
+    out = capsys.readouterr().out
+    assert "preset lab: named: the preset file" in out

@@ -121,3 +121,95 @@ def check_page(page: str, hostile: list[str]) -> Page:
         if tag == "img":
             assert (attrs.get("src") or "").startswith("data:image/png;base64,"), attrs
     return parsed
+
+
+# ---------------------------------------------------------------- tiny simulated studies
+
+
+def simulate(out: Path, participants: int, puzzles: int, per_session: str, seed: int) -> Path:
+    """Write a simulated study (``nonolab simulate``, 5x5 puzzles) to ``out``; return it."""
+    from nonolab.cli import main
+
+    assert (
+        main(
+            [
+                "simulate",
+                str(out),
+                "--participants",
+                str(participants),
+                "--puzzles",
+                str(puzzles),
+                "--size",
+                "5x5",
+                "--per-session",
+                per_session,
+                "--seed",
+                str(seed),
+            ]
+        )
+        == 0
+    )
+    return out
+
+
+def analyse(study: Path, results: Path) -> tuple:
+    """Write ingest, features, BT and Table 1 outputs for ``study`` into ``results`` (as the
+    workflow's rules do, with made-up SAT metrics: conflicts the same for every puzzle);
+    return (Table 1, the BT strengths, Table 1's points for the rank figure)."""
+    import numpy as np
+    import pandas as pd
+
+    from nonolab.core.tables import write_json, write_table
+    from nonolab.core.undefined import NOT_CONNECTED
+    from nonolab.stats.correlations import raw_mean_rating, table1, table1_points
+    from nonolab.stats.ranking import (
+        NotStronglyConnectedError,
+        lr_test,
+        pairwise_comparisons,
+        strengths_table,
+    )
+    from nonolab.study.features import attempt_features
+    from nonolab.study.ingest import read_ingest
+
+    preset = study / "preset.yaml"
+    if not preset.is_file():
+        preset = Path(__file__).resolve().parents[2] / "config" / "studies" / "default.yaml"
+    ingest_results(study, preset, results)
+    tables = read_ingest(results / "ingest")
+    feats = attempt_features(tables, 2.5)
+    (results / "features").mkdir(parents=True, exist_ok=True)
+    write_table(feats, results / "features" / "attempts.csv")
+    items = sorted(feats["puzzle_id"].astype(str).unique(), key=lambda s: (len(s), s))
+    comps = pairwise_comparisons(feats.assign(puzzle_id=feats["puzzle_id"].astype(str)))
+    (results / "ranking").mkdir(exist_ok=True)
+    write_table(comps, results / "ranking" / "bt_comparisons.csv")
+    try:
+        test = lr_test(comps, items)
+    except (NotStronglyConnectedError, ValueError):
+        test = {
+            "chi2": None,
+            "df": len(items) - 1,
+            "p": None,
+            "n_comparisons": float(comps["weight"].sum()) if len(comps) else 0.0,
+            "undefined": NOT_CONNECTED,
+        }
+    (results / "tables").mkdir(exist_ok=True)
+    write_json(test, results / "tables" / "bt_lr_test.json")
+    strengths = strengths_table(comps, items)
+    write_table(strengths, results / "tables" / "bt_strengths.csv")
+    rng = np.random.default_rng(len(items))
+    metrics = pd.DataFrame(
+        {
+            "puzzle_id": items,
+            "solver": "minisat22",
+            "encoding": "block_start",
+            "decisions": rng.integers(0, 50, len(items)),
+            "propagations": rng.integers(0, 500, len(items)),
+            "conflicts": 0,  # the same for every puzzle: its rho is not defined
+        }
+    )
+    raw = raw_mean_rating(feats.assign(puzzle_id=feats["puzzle_id"].astype(str)))
+    t1 = table1(strengths, raw, {"corrected": metrics}, n_perm=200)
+    write_table(t1, results / "tables" / "table1_spearman.csv")
+    points = table1_points({"corrected": metrics}, strengths, raw)
+    return t1, strengths, points

@@ -8,6 +8,7 @@ Without Playwright or Chromium the tests skip, except under ``CI=true`` where th
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -19,9 +20,11 @@ from report_study import (
     HOSTILE,
     HOSTILE_IMG,
     HOSTILE_WORKFLOW,
+    analyse,
     check_page,
     hostile_study,
     ingest_results,
+    simulate,
 )
 
 from nonolab.report.html import build_report
@@ -246,3 +249,87 @@ def test_full_report_in_the_browser(browser, full_report):
     keep = os.environ.get("NONOLAB_SCREENSHOTS")
     if keep:  # copy them somewhere to look at (e.g. a CI artefact folder)
         shutil.copytree(shots, keep, dirs_exist_ok=True)
+
+
+# ---------------------------------------------------------------- a small lab's own study
+
+#: words of other studies and of the paper that must not show on a small lab's report: the
+#: example study's folder, the paper's sample, citations of documents the reader does not have,
+#: the drag wording of the published platform, and undefined numbers printed as words
+FOREIGN = re.compile(
+    r"example-study|\b67 participants\b|\b201 attempts\b|METHODS \d|fast \(drag\)|"
+    r"one event per cell|\bNone\b|\bnan\b|\bNaN\b"
+)
+
+
+@pytest.fixture(scope="module")
+def small_lab(tmp_path_factory):
+    """A 3-participant simulated study (4 of 5 puzzles per session) in a folder whose name has
+    a space, analysed up to Table 1 with a pause record, and its report."""
+    base = tmp_path_factory.mktemp("lab")
+    study = simulate(base / "my lab study", 3, 5, "4", 11)
+    t1, _, _ = analyse(study, base / "out" / "results")
+    from nonolab.core.tables import write_json
+
+    write_json(
+        {
+            "threshold_used_s": 2.4,
+            "threshold_s": 2.4,
+            "threshold_source": "fitted",
+            "n_gaps": 500,
+            "means_log": [-4.0, -0.1, 2.0],
+            "means_s": [0.018, 0.9, 7.4],
+            "sds_log": [1.0, 0.7, 0.8],
+            "weights": [0.1, 0.6, 0.3],
+            "bic": {"1": 2480.0, "2": 2401.0, "3": 2324.0},
+            "delta_bic_vs_1": {"2": 79.2, "3": 156.5},
+        },
+        base / "out" / "results" / "pauses" / "threshold.json",
+    )
+    return study, build_report(base / "out"), t1
+
+
+def test_small_lab_report_shows_its_own_study_and_is_not_blank(browser, small_lab):
+    study, report, _ = small_lab
+    shots = report.parent / "screenshots"
+    v = Visit(browser, report)
+    page = v.page
+    body = page.locator("body").inner_text()
+    assert len(body) > 2000, body[:500]  # not blank
+    assert page.locator("#headline li").count() >= 3
+    assert study.name in page.locator("#study").inner_text()
+    assert page.locator("#study").inner_text().count("\n") > 6
+    hits = FOREIGN.findall(body)
+    assert not hits, hits
+    # no errata section for a study whose preset publishes nothing; no out-of-date banner
+    assert page.locator("#s-errata").count() == 0
+    assert page.locator("#out-of-date").count() == 0
+    # the pause record is tables, not a dump of dotted keys
+    rec = page.locator("#f-pauses-threshold")
+    assert rec.locator("table").count() >= 3 and "bic.1" not in rec.inner_text()
+    v.shot(shots, "lab-top")
+    v.shot(shots, "lab-headline", "#headline")
+    v.shot(shots, "lab-pauses", "#f-pauses-threshold")
+    assert v.problems == []
+    page.close()
+
+
+def test_small_lab_report_after_a_failed_run_says_so_at_the_top(browser, small_lab, tmp_path):
+    from nonolab.report.consistency import mark_run_complete, mark_run_failed
+
+    _, report, _ = small_lab
+    copy = tmp_path / "report.html"
+    root = report.parent
+    mark_run_failed(root, "job pauses failed")
+    try:
+        shutil.copy(report, copy)
+        v = Visit(browser, copy)
+        banner = v.page.locator("#out-of-date")
+        assert banner.is_visible() and "job pauses failed" in banner.inner_text()
+        header = v.page.locator("header").bounding_box()
+        assert banner.bounding_box()["y"] < header["y"]  # above everything else
+        v.shot(root / "screenshots", "lab-failed-run")
+        assert v.problems == []
+        v.page.close()
+    finally:
+        mark_run_complete(root)

@@ -223,6 +223,11 @@ def test_texts_name_only_this_study(studies, name):
         assert "rates 3" not in low and "rate 3" not in low
     if not facts["drags"]:
         assert "drag" not in low, [ln for ln in text.splitlines() if "drag" in ln.lower()]
+    else:  # described as the log format defines a drag: one event per gesture
+        assert "one event per cell" not in low and "fast (drag)" not in low
+    # no citations to documents the reader of the report does not have
+    cites = re.findall(r"METHODS \d|ARCHITECTURE|\bdocs/[\w.-]+", text)
+    assert not cites, cites
     if not facts["published"]:
         hits = [p for p in PUBLISHED_PHRASES if p in low]
         lines = [ln for ln in text.splitlines() if any(p in ln.lower() for p in hits)]

@@ -34,6 +34,7 @@ from typing import Any
 from nonolab.core.tables import write_text
 from nonolab.report import headline
 from nonolab.report.catalogue import ENTRIES, SECTIONS, Entry
+from nonolab.report.consistency import BANNER_SLOT, banner_html, check_results
 
 #: tables with more rows than this get a search box and pages
 INTERACTIVE_ROWS = 20
@@ -173,6 +174,136 @@ def _flatten(obj: Any, prefix: str = "", depth: int = 0) -> Iterable[tuple[str, 
         yield prefix, "" if obj is None else str(obj)
 
 
+# ---------------------------------------------------------------- JSON records, readable
+
+#: JSON strings longer than this are shown as a sentence under the facts, not in a table cell
+SENTENCE_CHARS = 60
+
+
+def humanise(key: str) -> str:
+    """Return a JSON key in words: underscores as spaces, a unit suffix in brackets
+    (``threshold_used_s`` -> ``threshold used (s)``)."""
+    words = str(key).split("_")
+    unit = ""
+    if len(words) > 1 and words[-1] in ("s", "ms", "pct"):
+        unit = f" ({words.pop()})"
+    return " ".join(words) + unit
+
+
+def _scalar_text(value: Any) -> str:
+    """Return a JSON scalar as table text: numbers by :func:`format_cell`'s input form, None and
+    non-finite numbers as ``not defined``, booleans as yes/no."""
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if value is None or (isinstance(value, float) and not math.isfinite(value)):
+        return "not defined"
+    if isinstance(value, float):
+        return repr(value)
+    return str(value)
+
+
+def _compact(value: Any) -> str:
+    """Return a nested JSON value as short text (``[1, 2]``, ``{key: value}``), scalars as
+    :func:`_scalar_text` writes them (so a missing number reads ``not defined``, never
+    ``NaN`` or ``null``)."""
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k}: {_compact(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, list):
+        return "[" + ", ".join(_compact(v) for v in value) + "]"
+    return _scalar_text(value)
+
+
+def _is_scalar(value: Any) -> bool:
+    return value is None or isinstance(value, (bool, int, float, str))
+
+
+def json_record_html(record: dict[str, Any], table_id: str, depth: int = 0) -> str:
+    """Return a JSON record (``threshold.json`` and the like) as readable HTML, whatever keys
+    it holds: its scalars as one two-column table of facts (keys in words, units in brackets),
+    long strings and lists of them as sentences, lists of numbers of one length as one table with a row per
+    position, mappings of scalars that share their keys as one table with a row per key, lists
+    of records as a table with a column per field, and each nested record as a sub-heading with
+    the same treatment (below two levels: compact JSON in a cell). Every string escaped."""
+    facts: list[tuple[str, str]] = []
+    sentences: list[tuple[str, str]] = []
+    prose: list[tuple[str, list[str]]] = []
+    series: dict[int, dict[str, list[Any]]] = {}
+    keyed: dict[tuple[str, ...], dict[str, dict[str, Any]]] = {}
+    records: list[tuple[str, list[dict]]] = []
+    nested: list[tuple[str, dict]] = []
+    for key, value in record.items():
+        if isinstance(value, str) and len(value) > SENTENCE_CHARS:
+            sentences.append((key, value))
+        elif _is_scalar(value):
+            facts.append((humanise(key), _scalar_text(value)))
+        elif isinstance(value, list) and not value:
+            facts.append((humanise(key), "none"))
+        elif (
+            isinstance(value, list)
+            and all(isinstance(v, str) for v in value)
+            and any(len(v) > SENTENCE_CHARS for v in value)
+        ):
+            prose.append((key, value))
+        elif isinstance(value, list) and all(_is_scalar(v) for v in value):
+            series.setdefault(len(value), {})[key] = value
+        elif isinstance(value, list) and all(isinstance(v, dict) for v in value):
+            records.append((key, value))
+        elif isinstance(value, dict) and value and all(_is_scalar(v) for v in value.values()):
+            # mappings keyed by numbers (per number of components, ...) share one table
+            group = ("#",) if all(str(k).isdigit() for k in value) else tuple(value)
+            keyed.setdefault(group, {})[key] = value
+        elif isinstance(value, dict) and depth < 2:
+            nested.append((key, value))
+        else:
+            facts.append((humanise(key), _compact(value)))
+    parts = []
+    for key, value in sentences:
+        parts.append(
+            f'<p class="json-text"><strong>{text(humanise(key))}:</strong> {text(value)}</p>'
+        )
+    for key, values in prose:
+        items = "".join(f"<li>{text(v)}</li>" for v in values)
+        parts.append(
+            f'<p class="json-text"><strong>{text(humanise(key))}:</strong></p>'
+            f'<ul class="json-text">{items}</ul>'
+        )
+    if facts:
+        parts.append(html_table(["quantity", "value"], facts, f"{table_id}-facts"))
+    for n, cols in series.items():
+        if len(cols) == 1 and n > 12:  # one long list: a line of values
+            ((key, values),) = cols.items()
+            shown = ", ".join(format_cell(_scalar_text(v))[0] for v in values)
+            parts.append(
+                f'<p class="json-text"><strong>{text(humanise(key))}:</strong> {text(shown)}</p>'
+            )
+            continue
+        rows = [[str(i + 1), *(_scalar_text(c[i]) for c in cols.values())] for i in range(n)]
+        parts.append(html_table(["#", *(humanise(k) for k in cols)], rows, f"{table_id}-list{n}"))
+    for i, (group, cols) in enumerate(keyed.items()):
+        keys = list(dict.fromkeys(k for c in cols.values() for k in c))
+        if group == ("#",):
+            keys.sort(key=int)
+        rows = [
+            [str(k), *(_scalar_text(c[k]) if k in c else "" for c in cols.values())] for k in keys
+        ]
+        parts.append(html_table(["", *(humanise(k) for k in cols)], rows, f"{table_id}-map{i}"))
+    for i, (key, items) in enumerate(records):
+        cols = list(dict.fromkeys(k for item in items for k in item))
+        rows = [[_compact(item.get(c)) for c in cols] for item in items]
+        parts.append(
+            f'<p class="json-text"><strong>{text(humanise(key))}</strong></p>'
+            + html_table([humanise(c) for c in cols], rows, f"{table_id}-rec{i}")
+        )
+    for i, (key, value) in enumerate(nested):
+        inner = json_record_html(value, f"{table_id}-n{i}", depth + 1)
+        level = 4 + min(depth, 2)
+        parts.append(
+            f'<div class="json-nested"><h{level}>{text(humanise(key))}</h{level}>{inner}</div>'
+        )
+    body = "".join(parts) or '<p class="json-text">(empty)</p>'
+    return f'<div class="json-record">{body}</div>' if depth == 0 else body
+
+
 # ---------------------------------------------------------------- the results folder
 
 
@@ -215,6 +346,36 @@ def caption_context(root: Path) -> dict[str, Any]:
     return config
 
 
+def _empty_table(path: Path) -> bool:
+    """Whether ``path`` is a CSV table with a header and no rows."""
+    if path.suffix != ".csv":
+        return False
+    with open(path, encoding="utf-8") as fh:
+        return sum(1 for line in fh if line.strip()) <= 1
+
+
+#: the inference rule's columns of a mixed-model table, shown right after the estimate
+INFERENCE_FIRST = ("df_satt", "p_satt", "p_satt_fdr")
+#: how the page names the Wald columns of a table that has the inference rule's p beside them
+WALD_NAMES = {"z": "z (Wald)", "p": "p (Wald z)", "p_fdr": "p_fdr (Wald z)"}
+
+
+def display_columns(columns: list[str]) -> tuple[list[int], list[str]]:
+    """Return (the order of ``columns`` on the page, their headers): in a model table with the
+    Satterthwaite columns (``p_satt``), those columns come right after ``se`` (else ``coef``)
+    and the Wald columns are headed as Wald, so the inference rule's df and p lead; other tables
+    keep their order and names."""
+    order = list(range(len(columns)))
+    if "p_satt" not in columns:
+        return order, list(columns)
+    after = "se" if "se" in columns else "coef" if "coef" in columns else None
+    first = [columns.index(c) for c in INFERENCE_FIRST if c in columns]
+    rest = [i for i in order if i not in first]
+    at = rest.index(columns.index(after)) + 1 if after else 0
+    order = rest[:at] + first + rest[at:]
+    return order, [WALD_NAMES.get(columns[i], columns[i]) for i in order]
+
+
 def _item_html(root: Path, entry: Entry, path: Path, config: dict[str, Any]) -> str:
     """Return the HTML of one table or figure with its title and caption."""
     anchor = _anchor(root, path)
@@ -234,13 +395,16 @@ def _item_html(root: Path, entry: Entry, path: Path, config: dict[str, Any]) -> 
         )
     if entry.kind == "json":
         record = json.loads(path.read_text(encoding="utf-8"))
-        record.pop("provenance", None)
-        table = html_table(["quantity", "value"], _flatten(record), anchor + "-table")
+        if isinstance(record, dict):
+            record.pop("provenance", None)
+            table = json_record_html(record, anchor + "-table")
+        else:
+            table = html_table(["quantity", "value"], _flatten(record), anchor + "-table")
     else:
         t = headline.read_table(path)
-        table = html_table(
-            [str(c) for c in t.columns], t.head(MAX_ROWS).itertuples(index=False), anchor + "-t"
-        )
+        order, heads = display_columns([str(c) for c in t.columns])
+        t = t.iloc[:, order]
+        table = html_table(heads, t.head(MAX_ROWS).itertuples(index=False), anchor + "-t")
         if len(t) > MAX_ROWS:
             table = (
                 f'<p class="note">The first {MAX_ROWS:,} of {len(t):,} rows; the whole table '
@@ -365,6 +529,11 @@ table.nl-table th,table.nl-table td{border-bottom:1px solid #e2e2e2;padding:.2em
 text-align:left;white-space:nowrap}
 table.nl-table thead th{background:#f2f4f7}
 table.nl-table td.clip{max-width:24em;overflow:hidden;text-overflow:ellipsis}
+.json-nested{margin-left:1em;border-left:3px solid #e2e2e2;padding-left:.8em}
+.json-text{font-size:.9em;max-width:60em}
+.json-record table.nl-table{width:auto!important;min-width:22em;margin-left:0!important}
+.stale-banner{background:#fff3cd;border-bottom:3px solid #b8860b;color:#3d2c00;
+padding:.8em 2em}.stale-banner ul{margin:.3em 0 0}
 """
 
 #: start-up of the interactive tables: import the embedded DataTables bundle (a module given
@@ -417,6 +586,7 @@ def render_report(results_dir: str | os.PathLike) -> str:
     root = results_root(results_dir)
     facts = study_facts(root)
     config = caption_context(root)
+    banner = banner_html(check_results(root))
     ranking = config.get("ranking", {})
     items: dict[str, list[str]] = {k: [] for k in SECTIONS}
     toc: dict[str, list[tuple[str, str]]] = {k: [] for k in SECTIONS}
@@ -424,6 +594,8 @@ def render_report(results_dir: str | os.PathLike) -> str:
     ledger_anchor = None
     for entry in ENTRIES:
         for path in entry_files(root, entry):
+            if entry.section != "ingest" and _empty_table(path):
+                continue  # a table without rows (errata of a study with nothing published)
             items[entry.section].append(_item_html(root, entry, path, config))
             anchor = _anchor(root, path)
             toc[entry.section].append((anchor, entry.title))
@@ -475,7 +647,7 @@ def render_report(results_dir: str | os.PathLike) -> str:
         f'<html lang="en"><head><meta charset="utf-8"><title>{text(name)}: nonolab report'
         "</title>"
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
-        f"<style>{css}</style><style>{_CSS}</style></head><body>"
+        f"<style>{css}</style><style>{_CSS}</style></head><body>{BANNER_SLOT}{banner}"
         f"<header><h1>{text(name)}</h1><p>Nonogram difficulty study report (nonolab), "
         f"preset {text(facts.get('preset') or 'unknown')}</p></header>"
         f'<div class="layout"><nav class="toc"><strong>Contents</strong><ul>{toc_html}</ul></nav>'

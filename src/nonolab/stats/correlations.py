@@ -21,6 +21,15 @@ import pandas as pd
 from scipy import stats
 from statsmodels.stats.multitest import multipletests
 
+from nonolab.core.undefined import (
+    CONSTANT_DIFFICULTY,
+    CONSTANT_METRIC,
+    MIN_PUZZLES,
+    NO_DIFFICULTY,
+    NOT_CONNECTED,
+    too_few,
+)
+
 METRICS: tuple[str, ...] = ("decisions", "propagations", "conflicts")
 TABLE1_COLUMNS = [
     "alignment",
@@ -37,6 +46,8 @@ TABLE1_COLUMNS = [
     "raw_p_fdr",
     "bt_p_asymptotic",
     "raw_p_asymptotic",
+    "bt_undefined",
+    "raw_undefined",
 ]
 #: Up to this many puzzles Table 1's p is exact (all n! orderings; 9! = 362,880).
 EXACT_MAX_N = 9
@@ -161,6 +172,36 @@ def _spearman(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
     return float(res.statistic), float(res.pvalue)
 
 
+def spearman_undefined(x: np.ndarray, y: np.ndarray, missing_x: str = NO_DIFFICULTY) -> str:
+    """Return why Spearman's rho of ``x`` (a difficulty score per puzzle) and ``y`` (a metric)
+    is not defined, in words (:mod:`nonolab.core.undefined`); ``""`` when it is. Reasons, first
+    that applies: ``missing_x`` when a difficulty score is missing, a missing metric value,
+    fewer than :data:`~nonolab.core.undefined.MIN_PUZZLES` puzzles, a constant metric, a
+    constant difficulty score."""
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    if len(x) and not np.isfinite(x).all():
+        return missing_x
+    if len(y) and not np.isfinite(y).all():
+        return "a metric value is missing"
+    if len(x) < MIN_PUZZLES:
+        return too_few(len(x), MIN_PUZZLES)
+    if np.ptp(y) == 0:
+        return CONSTANT_METRIC
+    if np.ptp(x) == 0:
+        return CONSTANT_DIFFICULTY
+    return ""
+
+
+def strengths_undefined(strengths: pd.DataFrame) -> str:
+    """Return why the Bradley-Terry strengths of ``strengths`` (table ``bt_strengths``) are
+    missing, for the rows they leave undefined: the comparison graph is not connected when the
+    table's ``status`` says the point estimate is undefined, else no difficulty score."""
+    status = strengths["status"].astype(str) if "status" in strengths else pd.Series([], dtype=str)
+    if status.str.contains("undefined|connected", regex=True).any():
+        return NOT_CONNECTED
+    return NO_DIFFICULTY
+
+
 def bh_fdr(p: Sequence[float] | pd.Series) -> np.ndarray:
     """Return Benjamini-Hochberg adjusted p-values (statsmodels ``fdr_bh``) over the finite
     entries of ``p``, in input order; NaN entries stay NaN and are not counted."""
@@ -200,9 +241,12 @@ def table1(
     ``spearmanr``; 0 when |rho| = 1, and poor for few puzzles) is only beside them, in
     ``bt_p_asymptotic``/``raw_p_asymptotic``. ``bt_p_fdr`` and ``raw_p_fdr`` adjust
     ``bt_p``/``raw_p`` by :func:`bh_fdr` over the metrics of one alignment x solver x encoding
-    (the published family). Statistics are NaN for a metric that is constant over the puzzles
-    (e.g. no conflicts anywhere).
+    (the published family). Statistics are NaN when they are not defined, and
+    ``bt_undefined``/``raw_undefined`` say why in words (:func:`spearman_undefined`: the
+    comparison graph is not connected, fewer than 3 puzzles, a constant metric, ...; empty
+    when defined); every p beside an undefined rho is NaN too, never 0.
     """
+    bt_missing = strengths_undefined(strengths)
     bt = strengths.assign(puzzle_id=strengths["puzzle_id"].astype(str)).set_index("puzzle_id")
     raw = raw_means.copy()
     raw.index = raw.index.astype(str)
@@ -215,7 +259,11 @@ def table1(
                 y = g.loc[ids, metric].astype(float).to_numpy()
                 xb = bt.loc[ids, "strength"].to_numpy(dtype=float)
                 xr = raw.loc[ids].to_numpy(dtype=float)
-                rb, rr = _spearman(xb, y), _spearman(xr, y)
+                why_b = spearman_undefined(xb, y, bt_missing)
+                why_r = spearman_undefined(xr, y)
+                nan2 = (float("nan"), float("nan"))
+                rb = nan2 if why_b else _spearman(xb, y)
+                rr = nan2 if why_r else _spearman(xr, y)
                 rows.append(
                     {
                         "alignment": alignment,
@@ -224,12 +272,18 @@ def table1(
                         "metric": metric,
                         "n": len(ids),
                         "bt_rho": rb[0],
-                        "bt_p": spearman_permutation_p(xb, y, exact_max_n, n_perm, seed),
+                        "bt_p": float("nan")
+                        if why_b
+                        else spearman_permutation_p(xb, y, exact_max_n, n_perm, seed),
                         "raw_rho": rr[0],
-                        "raw_p": spearman_permutation_p(xr, y, exact_max_n, n_perm, seed),
+                        "raw_p": float("nan")
+                        if why_r
+                        else spearman_permutation_p(xr, y, exact_max_n, n_perm, seed),
                         "p_method": p_method(len(ids), exact_max_n, n_perm),
                         "bt_p_asymptotic": rb[1],
                         "raw_p_asymptotic": rr[1],
+                        "bt_undefined": why_b,
+                        "raw_undefined": why_r,
                     }
                 )
     out = pd.DataFrame(rows, columns=TABLE1_COLUMNS)
@@ -298,10 +352,21 @@ def table1_captions(t1: pd.DataFrame, solver: str, encoding: str) -> tuple[str, 
     )
     blank = t1[t1["bt_rho"].isna() | t1["raw_rho"].isna()] if len(t1) else t1
     if len(blank):
-        cells = sorted({f"{r.metric} ({r.solver}, {r.encoding})" for r in blank.itertuples()})
+        why: dict[str, set[str]] = {}
+        for r in blank.to_dict("records"):
+            for col in ("bt_undefined", "raw_undefined"):
+                reason = str(r.get(col) or "").strip() or "not computed"
+                if col == "bt_undefined" and not pd.isna(r.get("bt_rho")):
+                    continue
+                if col == "raw_undefined" and not pd.isna(r.get("raw_rho")):
+                    continue
+                why.setdefault(reason, set()).add(f"{r['metric']} ({r['solver']}, {r['encoding']})")
         note += (
-            " Blank cells: the metric is the same for every puzzle, or a difficulty score is "
-            f"missing, so no rank correlation is defined: {', '.join(cells)}."
+            " Blank cells are correlations that are not defined: "
+            + "; ".join(
+                f"{reason}: {', '.join(sorted(cells))}" for reason, cells in sorted(why.items())
+            )
+            + " (columns bt_undefined and raw_undefined)."
         )
     return (
         "Table 1. Spearman correlations of Bradley-Terry strength (bt) and raw mean "

@@ -204,21 +204,42 @@ def resolve_preset(study_dir: str | Path, preset: str = "auto") -> Preset:
     ``preset`` is ``auto`` (the preset whose fingerprint matches the study's puzzle file, else
     ``default``), a preset name under ``config/studies/`` or a path to a preset file.
     """
+    return choose_preset(study_dir, preset)[0]
+
+
+def choose_preset(study_dir: str | Path, preset: str = "auto") -> tuple[Preset, str]:
+    """Return the preset for ``study_dir`` (as :func:`resolve_preset`) and why it was chosen,
+    in words: named, or for ``auto`` which fingerprint matched, or that none matched and the
+    default was assumed (naming a preset file in the study folder that ``auto`` does not
+    read)."""
     study_dir = Path(study_dir)
     presets = available_presets()
     if preset != "auto":
         if preset in presets:
-            return load_preset(presets[preset])
+            return load_preset(presets[preset]), f"named: the shipped preset {preset!r}"
         if Path(preset).exists():
-            return load_preset(preset)
+            return load_preset(preset), f"named: the preset file {preset}"
         raise StudyError(f"preset {preset!r} is neither a name in {sorted(presets)} nor a file")
     for path in presets.values():
         p = load_preset(path)
         if fingerprint_matches(p, study_dir / p.puzzle_file):
-            return p
+            return p, (
+                f"assumed (no --preset): its fingerprint matches the study's puzzle file "
+                f"{p.puzzle_file}"
+            )
     if "default" not in presets:
         raise StudyError(f"no preset matches {study_dir} and there is no default preset")
-    return load_preset(presets["default"])
+    local = sorted(f.name for f in study_dir.glob("*.y*ml") if f.is_file())
+    hint = (
+        f"; the study folder has {', '.join(local)}, which is read only when named "
+        f"(--preset {study_dir / local[0]})"
+        if local
+        else "; name one with --preset NAME or --preset FILE"
+    )
+    return load_preset(presets["default"]), (
+        "assumed (no --preset): no shipped preset's fingerprint matches the study's puzzle "
+        f"file, so the default preset{hint}"
+    )
 
 
 def puzzle_file_hashes(path: str | Path) -> dict[str, str] | None:

@@ -9,6 +9,7 @@ the provenance of every table.
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 
@@ -21,8 +22,19 @@ def _report(args: argparse.Namespace) -> int:
             f"{args.results} holds no results (no results/ingest/): run "
             f"`nonolab run --study STUDY --results {args.results}` first"
         )
+    from nonolab.report.consistency import check_results
+
+    found = check_results(root)
     out = build_report(Path(args.results), Path(args.out) if args.out else None)
     print(f"report: {out}")
+    print(found.summary(), flush=True)
+    if not found.ok:
+        print(
+            "nonolab report: these results are out of date or mixed (the page says so at the top):",
+            file=sys.stderr,
+        )
+        for problem in found.problems:
+            print(f"  - {problem}", file=sys.stderr)
     return 0
 
 

@@ -491,9 +491,19 @@ def _run(args: argparse.Namespace) -> int:
     log_path = workdir / RUN_LOG
     outcome = run_logged(cmd, log_path, mode, sys.stdout)
     if outcome.returncode != 0:
-        print(f"nonolab run: failed\n{_failure_text(outcome, log_path, workdir)}", file=sys.stderr)
+        failure = _failure_text(outcome, log_path, workdir)
+        print(f"nonolab run: failed\n{failure}", file=sys.stderr)
+        if outcome.progress.failed:  # jobs ran: the results folder may now be a mix
+            from nonolab.report.consistency import mark_run_failed
+
+            mark_run_failed(workdir / "results", failure.splitlines()[0])
+            print("the last report (if any) is marked out of date", file=sys.stderr)
         return 1
     report = None
+    if _whole_workflow(list(args.targets), passthrough):
+        from nonolab.report.consistency import mark_run_complete
+
+        mark_run_complete(workdir / "results")
     if _whole_workflow(list(args.targets), passthrough) and not args.no_report:
         if mode != "quiet":
             print("building the report", flush=True)

@@ -68,7 +68,8 @@ def known_reason(
 def validate_study(study: str | Path, preset_name: str = "auto") -> dict[str, Any]:
     """Return the validation report of the study folder ``study``.
 
-    Keys: ``study``, ``preset``, ``usable`` (no problems), ``warnings`` (puzzles with more than
+    Keys: ``study``, ``preset``, ``preset_reason`` (why that preset:
+    :func:`nonolab.study.presets.choose_preset`), ``usable`` (no problems), ``warnings`` (puzzles with more than
     one solution, :func:`puzzle_warnings`; log globs that are absolute or match nothing,
     :func:`glob_warnings`; they do not make the study unusable), ``problems`` and ``known`` (ledger
     rows as dicts: ``level``, ``file``, ``line`` (1-based, None for a whole file), ``id``,
@@ -79,15 +80,16 @@ def validate_study(study: str | Path, preset_name: str = "auto") -> dict[str, An
     ``ValueError``) or ``OSError`` for a study that cannot be read.
     """
     from nonolab.study.ingest import ingest_study
-    from nonolab.study.presets import StudyError, log_sources, resolve_preset
+    from nonolab.study.presets import StudyError, choose_preset, log_sources
 
     study = Path(study)
     if not study.is_dir():
         what = "is not a folder" if study.exists() else "does not exist"
         raise StudyError(f"study folder {study} {what}")
-    preset = resolve_preset(study, preset_name)
+    preset, why = choose_preset(study, preset_name)
     result = ingest_study(study, preset)
-    return validation_report(result, study, preset, log_sources(study, preset))
+    report = validation_report(result, study, preset, log_sources(study, preset))
+    return {**report, "preset_reason": why}
 
 
 def validation_report(result: Any, study: Path, preset: Any, sources: list[Any]) -> dict[str, Any]:
@@ -257,6 +259,8 @@ def format_report(report: dict[str, Any]) -> str:
     """Return the text form of a :func:`validate_study` report."""
     s = report["summary"]
     out = [f"study {report['study']} (preset {report['preset']})"]
+    if report.get("preset_reason"):
+        out.append(f"preset {report['preset']}: {report['preset_reason']}")
     out.append(f"problems: {len(report['problems']) or 'none'}")
     out += [_row_text(r) for r in report["problems"]]
     warnings = report.get("warnings", [])

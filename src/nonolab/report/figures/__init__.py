@@ -9,6 +9,7 @@ submodules take tables and return a :class:`matplotlib.figure.Figure`; they comp
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -19,6 +20,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
 from nonolab.core.tables import atomic_path  # noqa: E402
+from nonolab.core.undefined import NOT_DEFINED  # noqa: E402
 
 COLUMN_WIDTH_IN = 3.4
 DOUBLE_WIDTH_IN = 7.0
@@ -94,10 +96,34 @@ def new_figure(
     return fig, axes
 
 
+#: a missing number written by Python or numpy into a figure text
+_UNDEFINED_WORD = re.compile(r"(?<![\w.])(nan|NaN|None|null|[-+]?inf)(?![\w.])")
+
+
+def undefined_words(fig: Figure) -> list[str]:
+    """Rewrite every text of ``fig`` (titles, axis labels, legend entries, annotations) in
+    which a missing number was written as ``nan``, ``None``, ``null`` or ``inf`` so that it
+    reads ``not defined`` (:data:`nonolab.core.undefined.NOT_DEFINED`); return the texts as
+    they were. The figures write undefined statistics with their reason
+    (:mod:`nonolab.core.undefined`); this is the last guard for a text that did not."""
+    import matplotlib.text
+
+    fixed = []
+    for t in fig.findobj(matplotlib.text.Text):
+        old = t.get_text()
+        if old and _UNDEFINED_WORD.search(old):
+            t.set_text(_UNDEFINED_WORD.sub(NOT_DEFINED, old))
+            fixed.append(old)
+    return fixed
+
+
 def save_figure(
     fig: Figure, png_path: str | os.PathLike, pdf_path: str | os.PathLike | None = None
 ) -> None:
-    """Save ``fig`` as PNG (200 dpi) and, when given, PDF with fixed metadata; closes ``fig``."""
+    """Save ``fig`` as PNG (200 dpi) and, when given, PDF with fixed metadata; closes ``fig``.
+    A missing number written as ``nan``/``None`` in a text is shown as ``not defined``
+    (:func:`undefined_words`)."""
+    undefined_words(fig)
     with style():
         with atomic_path(png_path) as tmp:
             fig.savefig(tmp, dpi=DPI, format="png", metadata=PNG_METADATA)

@@ -11,11 +11,14 @@ from nonolab.stats.pauses import mixture_density
 
 def component_names(record: dict, drags: bool) -> list[str]:
     """Return the legend name of each mixture component of ``record`` (``threshold.json``):
-    for three components ``fast``, ``within-move``, ``pause`` (``fast (drag)`` only when the
-    study logged drag events), else ``component i``; a component that collapsed onto a spike
-    (``degenerate_components``) is named ``spike at X s``."""
+    for three components ``fast``, ``within-move``, ``pause``, else ``component i``; a
+    component that collapsed onto a spike (``degenerate_components``) is named ``spike at X
+    s``. ``drags`` is accepted for callers of earlier versions and changes nothing: a drag
+    gesture is one logged event (docs/data-format.md) and one interaction, so no component is
+    made of drags."""
+    del drags
     k = len(record["means_log"])
-    names = ["fast (drag)" if drags else "fast", "within-move", "pause"]
+    names = ["fast", "within-move", "pause"]
     out = names if k == 3 else [f"component {i + 1}" for i in range(k)]
     for d in record.get("degenerate_components") or []:
         out[d["component"] - 1] = f"spike at {d['spike_s']:.3g} s"

@@ -6,13 +6,42 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
+from nonolab.core.undefined import NOT_CONNECTED, as_float, is_undefined, undefined_text
 from nonolab.report.figures import COLUMN_WIDTH_IN, GREY, PALETTE, new_figure, style
+
+
+def rho_title(row: pd.Series | dict) -> str:
+    """Return the rho label of a Table 1 row for a panel title: ``rho=0.600, p=0.350``, or
+    ``rho not defined`` with the row's reason (``bt_undefined``) on a second line; never
+    "nan"."""
+    reason = str(row.get("bt_undefined") or "").strip()
+    if reason or is_undefined(row.get("bt_rho")):
+        return "rho " + undefined_text(reason).replace(" (", "\n(", 1)
+    p = row.get("bt_p")
+    p_part = f"p={as_float(p):.3f}" if not is_undefined(p) else "p not defined"
+    return f"rho={as_float(row['bt_rho']):.3f}, {p_part}"
 
 
 def plot_strengths(strengths: pd.DataFrame) -> Figure:
     """Return a dot plot of BT strengths (geometric mean 1, log axis) with bootstrap intervals,
     puzzles ordered from rated easiest to hardest. ``strengths``: ``bt_strengths.csv``."""
     d = strengths.sort_values("strength").reset_index(drop=True)
+    if d.empty or d["strength"].isna().all():
+        status = " ".join(str(x) for x in d.get("status", pd.Series(dtype=str)).unique())
+        reason = NOT_CONNECTED if ("connected" in status or "undefined" in status) else ""
+        with style():
+            fig, ax = new_figure()
+            ax.text(
+                0.5,
+                0.5,
+                "Bradley-Terry strengths " + undefined_text(reason).replace(" (", "\n(", 1),
+                ha="center",
+                va="center",
+                wrap=True,
+                transform=ax.transAxes,
+            )
+            ax.set_axis_off()
+        return fig
     with style():
         fig, ax = new_figure()
         y = np.arange(len(d))
@@ -62,7 +91,7 @@ def plot_rank_vs_metrics(points: pd.DataFrame, table1: pd.DataFrame) -> Figure:
                 row = table1[(table1["alignment"] == a) & (table1["metric"] == m)]
                 if len(row):
                     r = row.iloc[0]
-                    ax.set_title(f"{m}\nrho={r['bt_rho']:.3f}, p={r['bt_p']:.3f}", fontsize=7)
+                    ax.set_title(f"{m}\n{rho_title(r)}", fontsize=7)
                 if j == 0:
                     ax.set_ylabel(f"{a}\nBT rank (1=rated hardest)")
                 if i == len(aligns) - 1:
