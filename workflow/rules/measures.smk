@@ -92,3 +92,40 @@ rule measures_pool:
 
 
 ALL_TARGETS.extend(["results/measures/served.csv", "results/measures/registry.csv"])
+
+
+rule measure_evaluation:
+    input:
+        attempts="results/features/attempts.csv",
+        strengths="results/tables/bt_strengths.csv",
+        measures="results/measures/served.csv",
+        registry="results/measures/registry.csv",
+    output:
+        leaderboard="results/tables/measure_leaderboard.csv",
+        tests="results/tables/measure_tests.csv",
+        oos="results/tables/measure_oos.csv",
+        figure="results/figures/measure_leaderboard.png",
+    log:
+        "results/logs/measures/evaluation.log",
+    benchmark:
+        "results/bench/rules/measure_evaluation.tsv"
+    conda:
+        "../../envs/nonolab.yaml"
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=30,
+    params:
+        n_perm=MEASURES_CONFIG.get("n_perm", 999),
+        seed=config["seed"],
+    script:
+        "../../scripts/measure_evaluation.py"
+
+
+ALL_TARGETS.extend(
+    [
+        "results/tables/measure_leaderboard.csv",
+        "results/tables/measure_tests.csv",
+        "results/figures/measure_leaderboard.png",
+    ]
+)
