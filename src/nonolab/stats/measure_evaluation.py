@@ -35,7 +35,7 @@ import numpy as np
 import pandas as pd
 
 from nonolab.stats.correlations import bh_fdr, p_method, spearman_permutation_p
-from nonolab.stats.lmm import PUZZLE
+from nonolab.stats.lmm import PARTICIPANT, PUZZLE
 from nonolab.stats.mixed_models import BEHAVIOURS, behaviour_models, metric_covariates
 
 RATING = "final_difficulty"
@@ -412,3 +412,110 @@ def leaderboard(
     return out.sort_values(["min_q", "bt_p"], na_position="last", kind="stable").reset_index(
         drop=True
     )
+
+
+# ------------------------------------------------------------------------------------------------
+# several studies at once
+
+STUDY = "study"
+POOLED_FAMILY = (
+    "Benjamini-Hochberg over every pooled test: the LMM slope of every evaluated measure on the "
+    "final difficulty and on each behaviour"
+)
+
+
+def pool_studies(
+    studies: Mapping[str, tuple[pd.DataFrame, pd.DataFrame]],
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Return ``(attempts, measures)`` of several studies pooled.
+
+    ``studies``: study name -> (attempts, measures per puzzle). Attempts get a ``study`` column
+    and participant ids prefixed by the study (``name:id``: the same id in two studies is two
+    people); a puzzle served in several studies is one puzzle (its ``puzzle_hash``), so puzzles
+    stay crossed with participants across studies. Measures are the columns every study has,
+    one row per puzzle; a puzzle whose measures differ between studies (measured under other
+    settings) raises ``ValueError`` naming it.
+    """
+    atts, meas = [], []
+    for name, (a, m) in studies.items():
+        a = a.copy()
+        a[STUDY] = name
+        a[PARTICIPANT] = name + ":" + a[PARTICIPANT].astype(str)
+        atts.append(a)
+        meas.append(m)
+    common = [c for c in meas[0].columns if all(c in m.columns for m in meas[1:])]
+    allm = pd.concat([m[common] for m in meas], ignore_index=True)
+    value_cols = [c for c in common if c not in (PUZZLE, "puzzle_id")]
+    for h, g in allm.groupby(PUZZLE):
+        if len(g) > 1 and not g[value_cols].astype(float).nunique(dropna=False).le(1).all():
+            raise ValueError(f"puzzle {h}: its measures differ between the studies")
+    measures = allm.drop_duplicates(subset=[PUZZLE]).reset_index(drop=True)
+    return pd.concat(atts, ignore_index=True), measures
+
+
+def pooled_evaluation(
+    studies: Mapping[str, tuple[pd.DataFrame, pd.DataFrame]],
+    registry: pd.DataFrame,
+    *,
+    outcomes: Mapping[str, str] | None = None,
+) -> pd.DataFrame:
+    """Return the pooled test of every measure over several studies: one row per measure x
+    outcome of ``outcome ~ measure + (1|participant) + (1|puzzle) + (1|study)`` (REML,
+    :func:`nonolab.stats.lmm_general.fit_general`; Satterthwaite t as lmerTest computes it).
+
+    ``studies``: as :func:`pool_studies`; ``registry``: ``name``, ``label``, ``transform``.
+    Measures are transformed and z-scored over the pooled puzzles (:func:`measure_covariates`).
+    Columns: ``measure``, ``label``, ``outcome``, ``status`` (``ok`` or why there is no test),
+    ``estimate`` (outcome units per measure SD), ``se``, ``df``, ``p``, ``q`` (BH over the table,
+    :data:`POOLED_FAMILY`), ``n``, ``n_studies``, ``n_participants``, ``n_puzzles``,
+    ``var_study`` (squared outcome units), ``singular``.
+    """
+    from nonolab.stats.lmm_general import RandomTerm, fit_general
+
+    attempts, measures = pool_studies(studies)
+    if outcomes is None:
+        outcomes = {c: lab for c, lab in OUTCOMES.items() if c in attempts.columns}
+    served = [h for h in measures[PUZZLE] if h in set(attempts[PUZZLE])]
+    meas = measures[measures[PUZZLE].isin(served)].reset_index(drop=True)
+    reg = registry.set_index("name")
+    names = [n for n in reg.index if n in meas.columns]
+    status = {n: measure_status(meas, n, served) for n in names}
+    ok = [n for n in names if status[n] == "ok"]
+    cov = measure_covariates(meas, ok, reg["transform"].to_dict())
+    d = attempts.merge(cov, on=PUZZLE, how="left", validate="many_to_one")
+    terms = [RandomTerm(PARTICIPANT), RandomTerm(PUZZLE), RandomTerm(STUDY)]
+    rows = []
+    for n in names:
+        for col in outcomes:
+            row: dict[str, object] = {
+                "measure": n,
+                "label": reg.loc[n, "label"],
+                "outcome": col,
+                "status": status[n],
+                "n_studies": int(attempts[STUDY].nunique()),
+            }
+            if status[n] == "ok":
+                try:
+                    fit = fit_general(d, f"{col} ~ {n}", terms)
+                    t = fit.satterthwaite(n)
+                    vc = fit.varcorr
+                    var_study = vc.loc[(vc["group"] == STUDY) & (vc["var2"] == ""), "vcov"]
+                    row |= {
+                        "estimate": t.estimate,
+                        "se": t.se,
+                        "df": t.df,
+                        "p": t.p,
+                        "n": fit.n,
+                        "n_participants": fit.n_levels.get(PARTICIPANT),
+                        "n_puzzles": fit.n_levels.get(PUZZLE),
+                        "var_study": float(var_study.iloc[0]) if len(var_study) else float("nan"),
+                        "singular": bool(fit.singular),
+                    }
+                except (ValueError, FloatingPointError, np.linalg.LinAlgError) as e:
+                    row["status"] = f"not fitted: {e}"
+            rows.append(row)
+    cols = ["measure", "label", "outcome", "status", "estimate", "se", "df", "p", "q", "n"]
+    cols += ["n_studies", "n_participants", "n_puzzles", "var_study", "singular"]
+    out = pd.DataFrame(rows).reindex(columns=cols)
+    out["q"] = bh_fdr(out["p"].astype(float))
+    return out
