@@ -55,14 +55,16 @@ def rating(k: int, difficulty: int = 3) -> dict[str, Any]:
 
 
 class Scripted:
-    """A participant driving the API with explicit client times (epoch ms)."""
+    """A participant driving the API with explicit client times (epoch ms; by default from now,
+    ``gap_ms`` apart: the request contract refuses times before the session started or ahead
+    of the server clock beyond its tolerance)."""
 
     def __init__(self, client: Any, token: str, t0_ms: float | None = None):
         self.client, self.token = client, token
         self.seq = 0
-        self.t = t0_ms if t0_ms is not None else time.time() * 1000.0 - 3_600_000.0
+        self.t = t0_ms if t0_ms is not None else time.time() * 1000.0
 
-    def events(self, *evs: dict[str, Any], gap_ms: float = 1000.0) -> list[dict[str, Any]]:
+    def events(self, *evs: dict[str, Any], gap_ms: float = 100.0) -> list[dict[str, Any]]:
         """Number and time ``evs`` (each ``gap_ms`` after the previous one)."""
         out = []
         for e in evs:
@@ -74,7 +76,7 @@ class Scripted:
     def post(self, batch: list[dict[str, Any]]) -> Any:
         return self.client.post(f"/api/s/{self.token}/events", json={"events": batch})
 
-    def send(self, *evs: dict[str, Any], gap_ms: float = 1000.0) -> dict[str, Any]:
+    def send(self, *evs: dict[str, Any], gap_ms: float = 100.0) -> dict[str, Any]:
         r = self.post(self.events(*evs, gap_ms=gap_ms))
         assert r.status_code == 200, r.text
         return r.json()
