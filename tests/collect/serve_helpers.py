@@ -119,6 +119,7 @@ class Server:
         self.plan, self.database, self.export_dir, self.token = plan, database, export_dir, token
         self.port = free_port()
         self.proc: subprocess.Popen | None = None
+        self.extra_args: list[str] = []  # more ``nonolab serve`` options
 
     @property
     def url(self) -> str:
@@ -129,7 +130,8 @@ class Server:
                "PYTHONPATH": str(REPO / "src")}  # fmt: skip
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "nonolab", "serve", str(self.plan), "--database",
-             self.database, "--port", str(self.port), "--export-dir", str(self.export_dir)],
+             self.database, "--port", str(self.port), "--export-dir", str(self.export_dir),
+             *self.extra_args],
             env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
         )  # fmt: skip
         import httpx
