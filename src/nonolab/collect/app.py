@@ -347,7 +347,7 @@ def create_app(
         except ContractError as e:
             # a body outside the contract is answered, counted in memory, never stored
             counters["refused_bodies"] += 1
-            return error(e.status, f'{e} (the body must be {{"events": [...]}})')
+            return error(e.status, f'{e}; expected {{"events": [...]}}')
         evs = body["events"]
         if len(evs) > lim["max_batch_events"]:
             return error(413, f"at most {lim['max_batch_events']} events per batch")
