@@ -14,9 +14,15 @@ Researcher routes (``Authorization: Bearer <researcher token>``): ``GET /admin``
 page, ``GET /api/admin/summary``, ``GET /api/admin/participants``, ``GET /api/admin/validate``,
 ``POST /api/admin/export``, ``POST /api/admin/links``.
 
-Bounds: request bodies (``limits.max_body_bytes``), events per batch, events per second per
-participant (token bucket: ``events_per_s``, ``event_burst``), sessions created per second.
-No CORS headers are sent (same origin only); every page gets a strict Content-Security-Policy.
+Every body is judged by the request contract (:mod:`nonolab.collect.contract`,
+``workflow/schemas/request.schema.yaml``) before anything touches the store; every refusal is a
+4xx with a message. Bounds: request bodies (``limits.max_body_bytes``) and the time they take to
+arrive (``body_timeout_s``: 408), events per batch, events per second per participant (token
+bucket: ``events_per_s``, ``event_burst``), sessions created per second, requests for unknown
+links and wrong researcher tokens per client address (bounded tables, least recently used
+dropped). Requests for unknown links write nothing. No CORS headers are sent (same origin
+only); every page gets a strict Content-Security-Policy; :func:`log_config` keeps link and
+researcher tokens out of every log record.
 """
 
 from __future__ import annotations
