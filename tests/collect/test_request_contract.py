@@ -214,6 +214,18 @@ def test_unknown_links_write_nothing_and_are_rate_limited(served):
     assert db_digest(store) == before
 
 
+@pytest.mark.parametrize("tok", ["%00abc", "a%00", "%ED%A0%80", "%C3%A9t%C3%A9", "a%20b",
+                                 "x" * 5000, "a.b", "%FF"])  # fmt: skip
+def test_links_that_cannot_be_tokens_are_unknown_without_a_lookup(served, tok):
+    client, store = served
+    before = db_digest(store)
+    for method, path in (("get", f"/s/{tok}"), ("get", f"/api/s/{tok}/state"),
+                         ("post", f"/api/s/{tok}/events")):  # fmt: skip
+        r = getattr(client, method)(path)
+        assert r.status_code in (404, 429), (path, r.status_code)
+    assert db_digest(store) == before
+
+
 @settings(max_examples=50, deadline=None)
 @given(keys=st.lists(st.text(min_size=1, max_size=20), min_size=1, max_size=300))
 def test_rate_limit_state_is_bounded(keys):

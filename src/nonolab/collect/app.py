@@ -175,6 +175,9 @@ async def _json_body(request: Request, name: str) -> Any:
     return check_body(name, parse_body(await request.body()))
 
 
+#: what a link token can look like (``secrets.token_urlsafe``); anything else is unknown
+_TOKEN_SHAPE = re.compile(r"[A-Za-z0-9_-]{1,100}")
+
 #: a study link's token in a path (``/s/<token>``, ``/api/s/<token>/...``), and a bearer token
 _SECRET_IN_TEXT = re.compile(r"(/s/)[^/\s?#'\"]+|(Bearer )[^\s'\"]+")
 
@@ -271,7 +274,7 @@ def create_app(
             if pid is not None:
                 known.move_to_end(token)
                 return pid
-        if len(token) > 100:
+        if not _TOKEN_SHAPE.fullmatch(token):  # NUL, surrogates, spaces: never a link
             return None
         pid = await run_in_threadpool(store.participant_id, token)
         if pid is not None:
