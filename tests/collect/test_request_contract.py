@@ -317,3 +317,17 @@ def test_tokens_never_reach_the_log_at_any_level(tmp_path):
         out = proc.communicate(timeout=20)[0].decode("utf-8", "replace")
     assert "/s/<token>" in out  # the access log was written, redacted
     assert tok not in out and admin not in out
+
+
+def test_an_unreachable_database_is_503_not_500(served, monkeypatch):
+    """The database failing (not the request) is a 503 the page retries, never a 500."""
+    client, store = served
+    tok = join(client)
+
+    async def down(*a, **k):
+        raise sa.exc.OperationalError("INSERT", {}, Exception("database is locked"))
+
+    monkeypatch.setattr(store, "submit_async", down)
+    r = client.post(f"/api/s/{tok}/events",
+                    json={"events": [{"kind": "undo", "seq": 1, "t": time.time() * 1e3}]})  # fmt: skip
+    assert r.status_code == 503 and r.json()["retry_after_s"] > 0

@@ -38,6 +38,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from sqlalchemy.exc import OperationalError
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.middleware import Middleware
@@ -443,6 +444,12 @@ def create_app(
         assert isinstance(exc, StoreError | ContractError)
         return error(exc.status, str(exc))
 
+    async def on_database_down(request: Request, exc: Exception) -> Response:
+        # the database itself is unreachable or locked beyond its timeout (not a request's
+        # fault): 503, which the page retries; nothing of the request was committed
+        return error(503, "the study database is unavailable; the page will retry",
+                     retry_after_s=1.0)  # fmt: skip
+
     async def favicon(request: Request) -> Response:
         return Response(status_code=204)
 
@@ -466,5 +473,9 @@ def create_app(
         middleware=[
             Middleware(Limits, max_body=lim["max_body_bytes"], body_timeout_s=body_timeout_s)
         ],
-        exception_handlers={StoreError: on_store_error, ContractError: on_store_error},
+        exception_handlers={
+            StoreError: on_store_error,
+            ContractError: on_store_error,
+            OperationalError: on_database_down,
+        },  # fmt: skip
     )
