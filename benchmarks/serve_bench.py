@@ -356,9 +356,7 @@ class Hostile:
         while True:
             wait = self.rng.expovariate(1.0 / gap_s)
             if time.monotonic() + wait >= until:
-                if self.slow_task is not None:
-                    await self.slow_task
-                return
+                return  # a slow body still held is awaited by drive, after the steady phase
             await asyncio.sleep(wait)
             try:
                 await self.act()
@@ -447,6 +445,7 @@ async def drive(ports: list[int], n: int, duration: float, gap: float, burst: li
     await asyncio.gather(*(s.run(t0 + duration, gap, steady) for s in sims),
                          *(h.run(t0 + duration, hostile_gap) for h in hostiles))  # fmt: skip
     wall = time.monotonic() - t0
+    await asyncio.gather(*(h.slow_task for h in hostiles if h.slow_task is not None))
     other = others(m0, wall)
     cpu = [b - a for a, b in zip(cpu0, cpu_each(), strict=True)]
     db = db_cpu() - db0 if db_cpu else None

@@ -161,6 +161,7 @@ def test_a_refused_event_keeps_the_valid_prefix_for_every_mutation(served, plan)
         out = r.json()
         assert out["acked"] == n_ok + 1, (case, out)
         assert out["refused"]["seq"] == (None if case[1] == "seq" else n_ok + 2), (case, out)
+        assert out["refused"]["index"] == 1, (case, out)
         assert out["error"], case
         n_ok += 1
     st_ = p.state()

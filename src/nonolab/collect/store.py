@@ -413,8 +413,8 @@ class Store:
 
         Keys: ``acked`` (the last stored ``seq``), ``results`` (``{seq: answer}`` for every event of
         the batch that is stored, including re-sent ones), ``step``, and ``refused`` (``{seq,
-        error}``) when an event was refused: the events before it are stored, it and the rest
-        are not. Raises :class:`StoreError` for an unknown token (404).
+        index, error}``: its number, its position in the batch, why) when an event was refused:
+        the events before it are stored, it and the rest are not. Raises :class:`StoreError` for an unknown token (404).
         """
         now_ms = self.clock() * 1000.0
         return self._transact(lambda conn: self._submit(conn, plan, token, events, now_ms))
@@ -450,7 +450,8 @@ class Store:
             results.update({s: json.loads(r) for s, r, _ in got})
             stored = {s: d for s, _, d in got}
         ev_rows, line_rows = [], []
-        for ev in events:
+        k_refused = 0
+        for k_refused, ev in enumerate(events):  # noqa: B007 (read after a break)
             seq = ev.get("seq") if isinstance(ev, dict) else None
             if isinstance(seq, bool) or not isinstance(seq, int) or not 1 <= seq <= SEQ_MAX:
                 refused = {"seq": None, "error": f"seq must be an integer 1-{SEQ_MAX}"}
@@ -501,7 +502,9 @@ class Store:
             )  # fmt: skip
         out: dict[str, Any] = {"acked": last, "results": results, "step": state["step"]}
         if refused is not None:
-            out["refused"] = refused
+            # ``index``: the refused event's position in the batch (0-based), also when its
+            # ``seq`` is not a usable number (then ``seq`` is None)
+            out["refused"] = {**refused, "index": k_refused}
         return out
 
     # -- reading ------------------------------------------------------------------------------
