@@ -332,3 +332,47 @@ def test_an_unreachable_database_is_503_not_500(served, monkeypatch):
     r = client.post(f"/api/s/{tok}/events",
                     json={"events": [{"kind": "undo", "seq": 1, "t": time.time() * 1e3}]})  # fmt: skip
     assert r.status_code == 503 and r.json()["retry_after_s"] > 0
+
+
+def test_slow_clients_cannot_starve_honest_ones(tmp_path):
+    """Twice as many connections as the cap, each sending half a body and then nothing: the
+    server keeps its file descriptors, answers each slow one 408 after the body timeout, and an
+    honest participant's request (retried on 503, as the page does) is answered 200 within the
+    body timeout and a little more."""
+    import socket
+
+    import httpx
+    from serve_helpers import Server
+
+    srv = Server(PLAN, str(tmp_path / "s.sqlite"), tmp_path / "export")
+    srv.extra_args = ["--max-connections", "16", "--body-timeout", "2"]
+    srv.start()
+    socks = []
+    try:
+        tok = httpx.post(srv.url + "/api/join", json={}).json()["url"].rsplit("/", 1)[1]
+        for _ in range(32):
+            s = socket.create_connection(("127.0.0.1", srv.port), timeout=10)
+            s.sendall(f"POST /api/s/{tok}/events HTTP/1.1\r\nHost: x\r\nContent-Length: 900\r\n"
+                      "Content-Type: application/json\r\n\r\n{".encode())  # fmt: skip
+            socks.append(s)
+        t0 = time.monotonic()
+        codes = []
+        while True:
+            r = httpx.post(f"{srv.url}/api/s/{tok}/events", timeout=10,
+                           json={"events": [{"kind": "step", "from": "consent", "seq": 1,
+                                             "t": time.time() * 1e3}]})  # fmt: skip
+            codes.append(r.status_code)
+            if r.status_code != 503:
+                break
+            time.sleep(0.2)
+        assert r.status_code == 200, codes
+        assert time.monotonic() - t0 < 2 + 5
+        heads = [s.recv(100).split(b"\r\n", 1)[0] for s in socks]
+        assert all(b" 408 " in h or b" 503 " in h for h in heads), heads
+        # both bounds engaged: connections past the cap refused at once, the rest timed out
+        assert {h.split(b" ")[1] for h in heads} == {b"408", b"503"}, heads
+        assert srv.proc.poll() is None
+    finally:
+        for s in socks:
+            s.close()
+        srv.stop()
