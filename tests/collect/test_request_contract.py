@@ -53,8 +53,11 @@ def db_digest(store: Store) -> str:
 
 
 def test_the_generator_covers_every_field_of_the_schema():
+    import jsonschema
+
     from nonolab.collect.contract import schema
 
+    jsonschema.Draft202012Validator.check_schema(schema())
     fields = {f for _, f, _ in MUTATIONS}
     assert set(schema()["$defs"]["event"]["properties"]) <= fields
     assert len(MUTATIONS) > 80
