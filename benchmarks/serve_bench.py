@@ -27,6 +27,13 @@ Phase 2 (burst): the same participants at rates rising to `--burst` times the st
 per second, p99 latency, 429 answers. Saturation: the first rate whose p99 exceeds 100 ms or
 whose achieved rate is below 95 % of the offered one.
 
+`--hostile N` mixes N hostile clients into the steady phase (each a request per `--hostile-gap`
+seconds on average: batches with an event outside the request contract after a valid one,
+unknown links, bodies that are not JSON, wrong join bodies, bodies that never finish); their
+answers are counted by status (a 5xx fails the run) and their sessions' stored events must be
+exactly their acknowledged prefixes. `--mixed` runs the honest participants alone and then with
+`--hostile` (default 10) hostile clients, each on a fresh store, and reports the ratios.
+
 `--matrix` runs three configurations one after the other in one invocation: SQLite with one
 server (the baseline), a throwaway PostgreSQL with one server, and with `--servers` (default 2)
 servers; the JSON holds the three results and their ratios to the baseline.
@@ -34,7 +41,7 @@ servers; the JSON holds the three results and their ratios to the baseline.
 Usage:
     python benchmarks/serve_bench.py [--participants 200] [--duration 120] [--database PATH|URL]
         [--postgres] [--servers N] [--spread participant|request] [--matrix]
-        [--json benchmarks/results/serve_bench.json]
+        [--hostile N] [--hostile-gap S] [--mixed] [--json benchmarks/results/serve_bench.json]
 
 Bounds: at most 1000 participants, 600 s per phase, 8 servers; the servers bind 127.0.0.1 only.
 """
@@ -100,7 +107,8 @@ def start_servers(database: str, ports: list[int], synchronous: str, logdir: Pat
     stderr goes to ``logdir/server-PORT.log``."""
     import httpx
 
-    env = {**os.environ, "NONOLAB_ADMIN_TOKEN": "bench", "PYTHONPATH": str(REPO / "src")}
+    env = {**os.environ, "NONOLAB_ADMIN_TOKEN": "bench-researcher-token",
+           "PYTHONPATH": str(REPO / "src")}  # fmt: skip
     procs = []
     for port in ports:
         with open(logdir / f"server-{port}.log", "wb") as err:
@@ -151,7 +159,9 @@ class Conn:
         self.writer: asyncio.StreamWriter | None = None
 
     async def post(self, path: str, body: Any) -> tuple[int, Any]:
-        data = json.dumps(body).encode()
+        return await self.post_raw(path, json.dumps(body).encode())
+
+    async def post_raw(self, path: str, data: bytes) -> tuple[int, Any]:
         for attempt in range(2):
             if self.writer is None:
                 self.reader, self.writer = await asyncio.open_connection(self.host, self.port)
@@ -169,7 +179,13 @@ class Conn:
                     if line.lower().startswith(b"content-length:"):
                         length = int(line.split(b":", 1)[1])
                 payload = await self.reader.readexactly(length)
-                return status, json.loads(payload or b"null")
+                if b"connection: close" in head.lower():
+                    self.writer.close()
+                    self.writer = None
+                try:
+                    return status, json.loads(payload or b"null")
+                except ValueError:
+                    return status, None
             except (ConnectionError, asyncio.IncompleteReadError):
                 self.writer = None
                 if attempt:
@@ -256,6 +272,99 @@ class Sim:
             await self.send(self.next_event(), record)
 
 
+# what hostile clients send (mixed into the honest load with --hostile): events outside the
+# request contract after a valid one (the store keeps the valid prefix), bodies that are not
+# JSON or of the wrong shape, unknown links, wrong join bodies, bodies that never finish
+POISON = [
+    '"t": 1e20',
+    '"t": 1e999',
+    '"t": -5',
+    '"value": 7',
+    '"r": 9223372036854775808',
+    '"r": 1e999',
+    '"kind": "teleport"',
+    '"zz": "\\u0000"',
+    '"mode": "\\ud800"',
+    '"start": ' + "[" * 40 + "]" * 40,
+]
+HOSTILE_OPS = ("poison", "poison", "poison", "unknown", "unknown", "bad_body", "join_bad",
+               "slow")  # fmt: skip
+
+
+class Hostile:
+    """A hostile client: its own session, poisoned batches, unknown links, bodies that are not
+    JSON, wrong join bodies and slow bodies (headers and half a body, then nothing: held until
+    the server's body timeout), one request at a time with exponential gaps."""
+
+    def __init__(self, port: int, token: str, seq: int, rng: random.Random):
+        self.port, self.token, self.seq, self.rng = port, token, seq, rng
+        self.conn = Conn("127.0.0.1", port)
+        self.status: dict[str, int] = {}
+        self.requests = 0
+        self.slow_task: asyncio.Task[None] | None = None
+
+    def count(self, op: str, status: int) -> None:
+        key = f"{op}:{status}"
+        self.status[key] = self.status.get(key, 0) + 1
+        self.requests += 1
+
+    async def slow(self) -> None:
+        r, w = await asyncio.open_connection("127.0.0.1", self.port)
+        try:
+            w.write(f"POST /api/s/{self.token}/events HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                    "Content-Type: application/json\r\nContent-Length: 4000\r\n\r\n"
+                    '{"events": ['.encode())  # fmt: skip
+            await w.drain()
+            head = await asyncio.wait_for(r.readuntil(b"\r\n"), 60)
+            self.count("slow", int(head.split(b" ", 2)[1]))
+        except (OSError, asyncio.IncompleteReadError, TimeoutError):
+            self.count("slow", 0)
+        finally:
+            w.close()
+
+    async def act(self) -> None:
+        op = self.rng.choice(HOSTILE_OPS)
+        if op == "slow":  # held in the background (one at a time per client) while it goes on
+            if self.slow_task is None or self.slow_task.done():
+                self.slow_task = asyncio.create_task(self.slow())
+                return
+            op = "unknown"
+        if op == "poison":
+            now = time.time() * 1000.0
+            good = json.dumps({"kind": "move", "r": 0, "c": 0, "value": 1, "seq": self.seq + 1,
+                               "t": now})  # fmt: skip
+            bad = (f'{{"kind": "move", "r": 0, "c": 0, "value": 1, "seq": {self.seq + 2}, '
+                   f'"t": {now}, {self.rng.choice(POISON)}}}')  # fmt: skip
+            data = f'{{"events": [{good}, {bad}]}}'.encode()
+            status, out = await self.conn.post_raw(f"/api/s/{self.token}/events", data)
+            if status == 422 and out and out.get("acked") == self.seq + 1:
+                self.seq += 1
+            self.count(op, status)
+            return
+        if op == "unknown":
+            tok = "".join(self.rng.choice("abcdef0123456789") for _ in range(43))
+            path, data = f"/api/s/{tok}/events", b'{"events": [{"kind": "undo"}]}'
+        elif op == "bad_body":
+            path = f"/api/s/{self.token}/events"
+            data = self.rng.choice([b"\xff\xfe", b"[1, 2]", b"{", b'{"events": NaN}'])
+        else:
+            path, data = "/api/join", self.rng.choice([b"[]", b'"x"', b'{"external_id": 5}'])
+        status, _ = await self.conn.post_raw(path, data)
+        self.count(op, status)
+
+    async def run(self, until: float, gap_s: float) -> None:
+        while True:
+            wait = self.rng.expovariate(1.0 / gap_s)
+            if time.monotonic() + wait >= until:
+                return  # a slow body still held is awaited by drive, after the steady phase
+            await asyncio.sleep(wait)
+            try:
+                await self.act()
+            except (OSError, asyncio.IncompleteReadError):
+                self.count("connection", 0)
+                self.conn = Conn("127.0.0.1", self.port)
+
+
 def pct(xs: list[float], q: float) -> float | None:
     if not xs:
         return None
@@ -265,9 +374,11 @@ def pct(xs: list[float], q: float) -> float | None:
 
 async def drive(ports: list[int], n: int, duration: float, gap: float, burst: list[float],
                 burst_step: float, pids: list[int], seed: int, spread: str = "participant",
-                db_cpu: Callable[[], float] | None = None) -> dict[str, Any]:  # fmt: skip
+                db_cpu: Callable[[], float] | None = None, hostile: int = 0,
+                hostile_gap: float = 0.1) -> dict[str, Any]:  # fmt: skip
     """Join ``n`` participants (participant ``i`` on server ``i % len(ports)``), run the steady
-    phase and the bursts; return the results (latencies in ms, memory in MB, CPU in ms per
+    phase (with ``hostile`` hostile clients, one request each per ``hostile_gap`` seconds on
+    average) and the bursts; return the results (latencies in ms, memory in MB, CPU in ms per
     event) and the events each participant sent and got acknowledged."""
     import psutil
 
@@ -285,6 +396,16 @@ async def drive(ports: list[int], n: int, duration: float, gap: float, burst: li
             clients = [own if j == i % k else Conn("127.0.0.1", ports[j]) for j in range(k)]
         sims.append(Sim(clients, out["url"].rsplit("/", 1)[1], random.Random(seed + i)))
     await asyncio.gather(*(s.setup() for s in sims))
+    hostiles = []
+    for j in range(hostile):
+        own = Conn("127.0.0.1", ports[j % k])
+        status, out = await own.post("/api/join", {})
+        while status == 429:
+            await asyncio.sleep(0.2)
+            status, out = await own.post("/api/join", {})
+        h = Sim([own], out["url"].rsplit("/", 1)[1], random.Random(seed + 10_000 + j))
+        await h.setup()
+        hostiles.append(Hostile(ports[j % k], h.token, h.seq, random.Random(seed + 20_000 + j)))
     mem: list[tuple[float, list[float]]] = []
     stop = asyncio.Event()
 
@@ -321,8 +442,10 @@ async def drive(ports: list[int], n: int, duration: float, gap: float, burst: li
     m0 = machine()
     steady: list[float] = []
     t0 = time.monotonic()
-    await asyncio.gather(*(s.run(t0 + duration, gap, steady) for s in sims))
+    await asyncio.gather(*(s.run(t0 + duration, gap, steady) for s in sims),
+                         *(h.run(t0 + duration, hostile_gap) for h in hostiles))  # fmt: skip
     wall = time.monotonic() - t0
+    await asyncio.gather(*(h.slow_task for h in hostiles if h.slow_task is not None))
     other = others(m0, wall)
     cpu = [b - a for a, b in zip(cpu0, cpu_each(), strict=True)]
     db = db_cpu() - db0 if db_cpu else None
@@ -394,8 +517,24 @@ async def drive(ports: list[int], n: int, duration: float, gap: float, burst: li
         })  # fmt: skip
     sat = [b["rate_x"] for b in result["burst"] if b["saturated"]]
     result["saturates_at_x"] = sat[0] if sat else None
-    result["sent"] = {s.token: s.seq for s in sims}
-    result["acked"] = {s.token: s.acked for s in sims}
+    if hostiles:
+        by: dict[str, int] = {}
+        for h in hostiles:
+            for key, v in h.status.items():
+                by[key] = by.get(key, 0) + v
+        result["hostile"] = {
+            "clients": hostile,
+            "mean_gap_s": hostile_gap,
+            "requests": sum(h.requests for h in hostiles),
+            "requests_per_s": round(sum(h.requests for h in hostiles) / wall, 1),
+            "answers": dict(sorted(by.items())),
+            "server_errors_5xx": sum(
+                v for key, v in by.items() if key.split(":")[1].startswith("5")
+            ),
+        }
+    # the hostile sessions' stored events must be exactly their acknowledged prefixes too
+    result["sent"] = {s.token: s.seq for s in sims} | {h.token: h.seq for h in hostiles}
+    result["acked"] = {s.token: s.acked for s in sims} | {h.token: h.seq for h in hostiles}
     return result
 
 
@@ -537,10 +676,13 @@ def _term_as_interrupt() -> Iterator[None]:
 
 def run(n: int, duration: float, gap: float, burst: list[float], burst_step: float,
         database: str | None = None, seed: int = 0, synchronous: str = "FULL", servers: int = 1,
-        spread: str = "participant", postgres: bool = False) -> dict[str, Any]:  # fmt: skip
+        spread: str = "participant", postgres: bool = False, hostile: int = 0,
+        hostile_gap: float = 0.1) -> dict[str, Any]:  # fmt: skip
     """Run both phases against ``servers`` fresh server processes on one store; return the
     results (see the module docstring). ``postgres=True`` starts a throwaway durable cluster
-    (and ``database`` must be None)."""
+    (and ``database`` must be None); ``hostile`` hostile clients join the steady phase."""
+    if not 0 <= hostile <= 100 or not 0.01 <= hostile_gap <= 60:
+        raise UsageError("--hostile: 0 to 100 clients, --hostile-gap 0.01 to 60 s")
     if not 1 <= n <= 1000 or not 0 < duration <= 600 or not 0 < burst_step <= 600:
         raise UsageError("at most 1000 participants and 600 s per phase")
     if not 1 <= servers <= MAX_SERVERS:
@@ -572,7 +714,8 @@ def run(n: int, duration: float, gap: float, burst: list[float], burst_step: flo
         try:
             load0 = os.getloadavg()[0]
             out = asyncio.run(drive(ports, n, duration, gap, burst, burst_step,
-                                    [p.pid for p in procs], seed, spread, db_cpu))  # fmt: skip
+                                    [p.pid for p in procs], seed, spread, db_cpu, hostile,
+                                    hostile_gap))  # fmt: skip
             load1 = os.getloadavg()[0]
         finally:
             stop_servers(procs)
@@ -629,12 +772,32 @@ def matrix(n: int, duration: float, gap: float, burst: list[float], burst_step: 
     }
 
 
+def mixed(n: int, duration: float, gap: float, burst: list[float], burst_step: float,
+          seed: int, hostile: int, hostile_gap: float, postgres: bool) -> dict[str, Any]:  # fmt: skip
+    """Run the honest participants alone (the baseline), then the same participants with
+    ``hostile`` hostile clients, each on a fresh store; return both and the ratios."""
+    results: dict[str, Any] = {}
+    for name, h in (("honest-only", 0), (f"honest+{hostile}-hostile", hostile)):
+        print(f"[{time.strftime('%H:%M:%S')}] {name} ...", file=sys.stderr, flush=True)
+        results[name] = run(n, duration, gap, burst, burst_step, seed=seed, postgres=postgres,
+                            hostile=h, hostile_gap=hostile_gap)  # fmt: skip
+    base = results["honest-only"]
+    return {
+        "baseline": "honest-only",
+        "runs": results,
+        "ratios_to_baseline": {
+            k: ratios(v, base) for k, v in results.items() if k != "honest-only"
+        },
+    }
+
+
 def ok(res: dict[str, Any]) -> bool:
     """True when nothing was lost, duplicated or stored unexpectedly."""
     if "runs" in res:
         return all(ok(r) for r in res["runs"].values())
     i = res["integrity"]
-    return i["lost"] == 0 and i["duplicated"] == 0 and i["unexpected"] == 0
+    clean = res.get("hostile", {}).get("server_errors_5xx", 0) == 0
+    return clean and i["lost"] == 0 and i["duplicated"] == 0 and i["unexpected"] == 0
 
 
 def main() -> int:
@@ -648,7 +811,8 @@ def main() -> int:
         help="mean seconds between a participant's events (default 4.1: the public study's mean "
         "gap between interaction events within attempts)",
     )
-    ap.add_argument("--burst", default="1,2,5,10", help="burst rates, multiples of the steady rate")
+    ap.add_argument("--burst", default="1,2,5,10", help="burst rates, multiples of the steady "
+                    "rate ('none': no burst phase)")  # fmt: skip
     ap.add_argument("--burst-step", type=float, default=20.0, help="seconds per burst rate")
     ap.add_argument("--database", help="an empty SQLite file (default: a temporary one) or an "
                     "existing empty database postgresql://user@host/db")  # fmt: skip
@@ -661,20 +825,34 @@ def main() -> int:
                     "request")  # fmt: skip
     ap.add_argument("--matrix", action="store_true", help="run SQLite/1 server (baseline), "
                     "PostgreSQL/1 server and PostgreSQL/--servers servers")  # fmt: skip
+    ap.add_argument("--hostile", type=int, default=0, help="hostile clients mixed into the "
+                    "steady phase (poisoned batches, unknown links, bad and slow bodies)")  # fmt: skip
+    ap.add_argument(
+        "--hostile-gap",
+        type=float,
+        default=0.1,
+        help="mean seconds between a hostile client's requests (default 0.1)",
+    )
+    ap.add_argument("--mixed", action="store_true", help="run the honest participants alone, "
+                    "then with --hostile hostile clients (default 10), on fresh stores")  # fmt: skip
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--synchronous", default="FULL", choices=["FULL", "NORMAL"])
     ap.add_argument("--json", help="write the results here")
     a = ap.parse_args()
-    burst = [float(x) for x in a.burst.split(",")]
+    burst = [] if a.burst == "none" else [float(x) for x in a.burst.split(",")]
     try:
-        if a.matrix:
+        if a.mixed:
+            res = mixed(a.participants, a.duration, a.gap, burst, a.burst_step, a.seed,
+                        a.hostile or 10, a.hostile_gap, a.postgres)  # fmt: skip
+        elif a.matrix:
             if a.database or a.postgres:
                 ap.error("--matrix chooses its stores: give neither --database nor --postgres")
             res = matrix(a.participants, a.duration, a.gap, burst, a.burst_step, a.seed,
                          a.servers or 2, a.spread)  # fmt: skip
         else:
             res = run(a.participants, a.duration, a.gap, burst, a.burst_step, a.database,
-                      a.seed, a.synchronous, a.servers or 1, a.spread, a.postgres)  # fmt: skip
+                      a.seed, a.synchronous, a.servers or 1, a.spread, a.postgres, a.hostile,
+                      a.hostile_gap)  # fmt: skip
     except UsageError as e:
         ap.error(str(e))
     except KeyboardInterrupt:

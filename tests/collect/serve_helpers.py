@@ -55,14 +55,16 @@ def rating(k: int, difficulty: int = 3) -> dict[str, Any]:
 
 
 class Scripted:
-    """A participant driving the API with explicit client times (epoch ms)."""
+    """A participant driving the API with explicit client times (epoch ms; by default from now,
+    ``gap_ms`` apart: the request contract refuses times before the session started or ahead
+    of the server clock beyond its tolerance)."""
 
     def __init__(self, client: Any, token: str, t0_ms: float | None = None):
         self.client, self.token = client, token
         self.seq = 0
-        self.t = t0_ms if t0_ms is not None else time.time() * 1000.0 - 3_600_000.0
+        self.t = t0_ms if t0_ms is not None else time.time() * 1000.0
 
-    def events(self, *evs: dict[str, Any], gap_ms: float = 1000.0) -> list[dict[str, Any]]:
+    def events(self, *evs: dict[str, Any], gap_ms: float = 100.0) -> list[dict[str, Any]]:
         """Number and time ``evs`` (each ``gap_ms`` after the previous one)."""
         out = []
         for e in evs:
@@ -74,7 +76,7 @@ class Scripted:
     def post(self, batch: list[dict[str, Any]]) -> Any:
         return self.client.post(f"/api/s/{self.token}/events", json={"events": batch})
 
-    def send(self, *evs: dict[str, Any], gap_ms: float = 1000.0) -> dict[str, Any]:
+    def send(self, *evs: dict[str, Any], gap_ms: float = 100.0) -> dict[str, Any]:
         r = self.post(self.events(*evs, gap_ms=gap_ms))
         assert r.status_code == 200, r.text
         return r.json()
@@ -117,6 +119,7 @@ class Server:
         self.plan, self.database, self.export_dir, self.token = plan, database, export_dir, token
         self.port = free_port()
         self.proc: subprocess.Popen | None = None
+        self.extra_args: list[str] = []  # more ``nonolab serve`` options
 
     @property
     def url(self) -> str:
@@ -127,7 +130,8 @@ class Server:
                "PYTHONPATH": str(REPO / "src")}  # fmt: skip
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "nonolab", "serve", str(self.plan), "--database",
-             self.database, "--port", str(self.port), "--export-dir", str(self.export_dir)],
+             self.database, "--port", str(self.port), "--export-dir", str(self.export_dir),
+             *self.extra_args],
             env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
         )  # fmt: skip
         import httpx

@@ -76,3 +76,20 @@ def test_several_servers_need_postgresql(benchmark_script):
     bench = benchmark_script("serve_bench")
     with pytest.raises(bench.UsageError, match="needs PostgreSQL"):
         bench.run(n=5, duration=1.0, gap=1.0, burst=[], burst_step=1.0, servers=2)
+
+
+def test_hostile_clients_mixed_in_cost_honest_ones_nothing(benchmark_script):
+    """Hostile clients (poisoned batches, unknown links, bad and slow bodies) beside honest
+    ones: no 5xx, every honest event acknowledged and stored once, the hostile sessions' stored
+    events exactly their acknowledged prefixes."""
+    bench = benchmark_script("serve_bench")
+    res = bench.run(n=20, duration=6.0, gap=0.5, burst=[], burst_step=1.0, hostile=4,
+                    hostile_gap=0.05)  # fmt: skip
+    integ = res["integrity"]
+    assert integ["participants"] == 24 and integ["acked_equals_sent"]
+    assert integ["lost"] == 0 and integ["duplicated"] == 0 and integ["unexpected"] == 0
+    h = res["hostile"]
+    assert h["server_errors_5xx"] == 0 and h["requests"] > 50
+    assert {k.split(":")[0] for k in h["answers"]} >= {"poison", "unknown"}
+    assert all(k.split(":")[1] in ("400", "404", "408", "422", "429") for k in h["answers"])
+    assert res["steady"]["connection_errors"] == 0 and res["steady"]["events"] > 50

@@ -121,12 +121,23 @@ def test_scripted_sessions_round_trip_through_the_ingest(plan, tmp_path, seed):
     from nonolab.study.presets import resolve_preset
 
     rng = random.Random(seed)
-    store = Store(str(tmp_path / "s.sqlite"))
+    # the server clock follows the scripted sessions' times (the request contract refuses client
+    # times outside the session and ahead of the server clock)
+    now = [1.7e9]
+    store = Store(str(tmp_path / "s.sqlite"), clock=lambda: now[0])
     client = TestClient(create_app(plan, store, "admin-secret"))
     expected = {}
+
+    class Clocked(Scripted):
+        def events(self, *evs, gap_ms=1000.0):
+            out = super().events(*evs, gap_ms=gap_ms)
+            now[0] = self.t / 1000.0
+            return out
+
     for i in range(6):
+        now[0] = (1.7e12 + i * 1e7) / 1000.0
         tok = join(client)
-        p = Scripted(client, tok, t0_ms=1.7e12 + i * 1e7)
+        p = Clocked(client, tok, t0_ms=1.7e12 + i * 1e7)
         p.setup()
         label = f"P{i + 1:05d}"
         for k in range(1, plan.per_session + 1):

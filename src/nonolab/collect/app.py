@@ -14,15 +14,23 @@ Researcher routes (``Authorization: Bearer <researcher token>``): ``GET /admin``
 page, ``GET /api/admin/summary``, ``GET /api/admin/participants``, ``GET /api/admin/validate``,
 ``POST /api/admin/export``, ``POST /api/admin/links``.
 
-Bounds: request bodies (``limits.max_body_bytes``), events per batch, events per second per
-participant (token bucket: ``events_per_s``, ``event_burst``), sessions created per second.
-No CORS headers are sent (same origin only); every page gets a strict Content-Security-Policy.
+Every body is judged by the request contract (:mod:`nonolab.collect.contract`,
+``workflow/schemas/request.schema.yaml``) before anything touches the store; every refusal is a
+4xx with a message. Bounds: request bodies (``limits.max_body_bytes``) and the time they take to
+arrive (``body_timeout_s``: 408), events per batch, events per second per participant (token
+bucket: ``events_per_s``, ``event_burst``), sessions created per second, requests for unknown
+links and wrong researcher tokens per client address (bounded tables, least recently used
+dropped). Requests for unknown links write nothing. No CORS headers are sent (same origin
+only); every page gets a strict Content-Security-Policy; :func:`log_config` keeps link and
+researcher tokens out of every log record.
 """
 
 from __future__ import annotations
 
+import asyncio
 import hmac
-import json
+import logging
+import re
 import threading
 import time
 from collections import OrderedDict
@@ -30,6 +38,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from sqlalchemy.exc import OperationalError
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.middleware import Middleware
@@ -39,6 +48,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from nonolab.collect.contract import ContractError, check_body, parse_body
 from nonolab.collect.export import export_study, validate_now
 from nonolab.collect.plan import StudyPlan
 from nonolab.collect.session import public_state
@@ -76,12 +86,26 @@ class TokenBucket:
                 self._b.popitem(last=False)
         return wait
 
+    def waiting(self, key: str) -> float:
+        """Return the seconds until ``key`` has a whole token again (0 when it has one now),
+        taking nothing."""
+        now = time.monotonic()
+        with self._lock:
+            tokens, last = self._b.get(key, (self.burst, now))
+        tokens = min(self.burst, tokens + (now - last) * self.rate)
+        return 0.0 if tokens >= 1.0 else (1.0 - tokens) / self.rate
+
+    def __len__(self) -> int:
+        return len(self._b)
+
 
 class Limits:
-    """Security headers and a request-body size bound, as pure ASGI middleware."""
+    """Security headers, a request-body size bound and a body read timeout (``body_timeout_s``
+    for the whole body: a client that sends it slower gets 408 and its connection is closed), as
+    pure ASGI middleware."""
 
-    def __init__(self, app: ASGIApp, max_body: int):
-        self.app, self.max_body = app, max_body
+    def __init__(self, app: ASGIApp, max_body: int, body_timeout_s: float = 10.0):
+        self.app, self.max_body, self.body_timeout_s = app, max_body, body_timeout_s
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -93,10 +117,17 @@ class Limits:
                 await resp(scope, receive, send)
                 return
         seen = 0
+        deadline: float | None = None
 
         async def bounded() -> Message:
-            nonlocal seen
-            msg = await receive()
+            nonlocal seen, deadline
+            loop = asyncio.get_running_loop()
+            if deadline is None:
+                deadline = loop.time() + self.body_timeout_s
+            try:
+                msg = await asyncio.wait_for(receive(), max(0.0, deadline - loop.time()))
+            except TimeoutError:
+                raise _TooSlow from None
             if msg["type"] == "http.request":
                 seen += len(msg.get("body", b""))
                 if seen > self.max_body:
@@ -122,22 +153,66 @@ class Limits:
         except _TooLarge:
             resp = JSONResponse({"error": "request too large"}, status_code=413)
             await resp(scope, receive, with_headers)
+        except _TooSlow:
+            resp = JSONResponse(
+                {"error": f"the request body did not arrive within {self.body_timeout_s:g} s"},
+                status_code=408,
+                headers={"connection": "close"},
+            )
+            await resp(scope, receive, with_headers)
 
 
 class _TooLarge(Exception):
     pass
 
 
-def _no_constant(name: str) -> float:
-    raise ValueError(f"{name} is not JSON")
+class _TooSlow(Exception):
+    pass
 
 
-async def _json_body(request: Request) -> Any:
-    body = await request.body()
-    try:
-        return json.loads(body or b"{}", parse_constant=_no_constant)
-    except (ValueError, UnicodeDecodeError) as e:
-        raise StoreError(400, f"the body is not JSON: {e}") from None
+async def _json_body(request: Request, name: str) -> Any:
+    """Return the request's JSON body checked against the request contract's ``name``
+    definition; raise :class:`ContractError` (400) otherwise."""
+    return check_body(name, parse_body(await request.body()))
+
+
+#: what a link token can look like (``secrets.token_urlsafe``); anything else is unknown
+_TOKEN_SHAPE = re.compile(r"[A-Za-z0-9_-]{1,100}")
+
+#: a study link's token in a path (``/s/<token>``, ``/api/s/<token>/...``), and a bearer token
+_SECRET_IN_TEXT = re.compile(r"(/s/)[^/\s?#'\"]+|(Bearer )[^\s'\"]+")
+
+
+def redact(text: str) -> str:
+    """Return ``text`` with study-link tokens and bearer tokens replaced by ``<token>``."""
+    return _SECRET_IN_TEXT.sub(lambda m: (m.group(1) or m.group(2)) + "<token>", text)
+
+
+class RedactTokens(logging.Filter):
+    """A logging filter that removes link and researcher tokens from every record (the access
+    log's paths, uvicorn's trace-level ASGI messages) before any handler writes it."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        try:
+            text = record.getMessage()
+        except Exception:  # a record that cannot format itself is left to its handler
+            return True
+        clean = redact(text)
+        if clean != text:
+            record.msg, record.args = clean, ()
+        return True
+
+
+def log_config(base: dict[str, Any]) -> dict[str, Any]:
+    """Return uvicorn's logging configuration ``base`` (``uvicorn.config.LOGGING_CONFIG``) with
+    :class:`RedactTokens` on every handler."""
+    import copy
+
+    cfg = copy.deepcopy(base)
+    cfg.setdefault("filters", {})["redact_tokens"] = {"()": f"{__name__}.RedactTokens"}
+    for h in cfg.get("handlers", {}).values():
+        h["filters"] = [*h.get("filters", []), "redact_tokens"]
+    return cfg
 
 
 def create_app(
@@ -145,26 +220,77 @@ def create_app(
     store: Store,
     admin_token: str,
     export_dir: str | Path | None = None,
+    *,
+    body_timeout_s: float = 10.0,
 ) -> Starlette:
     """Return the study server for ``plan`` over ``store``; researcher routes need
-    ``admin_token``; ``POST /api/admin/export`` writes to ``export_dir``."""
+    ``admin_token``; ``POST /api/admin/export`` writes to ``export_dir``; a request body must
+    arrive within ``body_timeout_s`` seconds.
+
+    Strangers pay nothing: a request naming an unknown link writes nothing to the database, and
+    the rate-limit state is kept only for known links and (for failures) per client address,
+    each in a bounded table that drops its least recently used entries."""
     lim = plan.platform["limits"]
-    events_bucket = TokenBucket(lim["events_per_s"], lim["event_burst"])
+    events_bucket = TokenBucket(lim["events_per_s"], lim["event_burst"], max_keys=50_000)
     join_bucket = TokenBucket(5.0, 50.0)
-    counters = {"rate_limited": 0, "unauthorised": 0, "too_large": 0}
+    # failed researcher authentications and unknown-link requests, per client address
+    admin_fail = TokenBucket(0.2, 10.0, max_keys=10_000)
+    stranger_bucket = TokenBucket(20.0, 200.0, max_keys=10_000)
+    known: OrderedDict[str, int] = OrderedDict()  # link token -> participant id (LRU)
+    known_lock = threading.Lock()
+    counters = {"rate_limited": 0, "unauthorised": 0, "too_large": 0, "refused_bodies": 0,
+                "unknown_links": 0}  # fmt: skip
     export_lock = threading.Lock()
 
     def error(status: int, message: str, **extra: Any) -> JSONResponse:
         return JSONResponse({"error": message, **extra}, status_code=status)
 
-    def is_admin(request: Request) -> bool:
+    def client_key(request: Request) -> str:
+        return request.client.host if request.client else "-"
+
+    def admin_refusal(request: Request) -> JSONResponse | None:
+        """None when the request carries the researcher token, else the answer: 401 (none or
+        wrong, saying which) or 429 after too many wrong ones from this address."""
+        who = client_key(request)
+        wait = admin_fail.waiting(who)
+        if wait:
+            counters["rate_limited"] += 1
+            return error(429, "too many wrong researcher tokens; wait and try again",
+                         retry_after_s=round(wait, 1))  # fmt: skip
         auth = request.headers.get("authorization", "")
-        ok = auth.startswith("Bearer ") and hmac.compare_digest(
-            auth[7:].encode(), admin_token.encode()
-        )
-        if not ok:
+        if not auth.startswith("Bearer ") or not auth[7:].strip():
             counters["unauthorised"] += 1
-        return ok
+            return error(401, "researcher token required (Authorization: Bearer <token>)")
+        if hmac.compare_digest(auth[7:].encode(), admin_token.encode()):
+            return None
+        counters["unauthorised"] += 1
+        admin_fail.take(who)
+        return error(401, "wrong researcher token")
+
+    async def participant_id(token: str) -> int | None:
+        """The participant id of link ``token`` (None for an unknown link), cached for known
+        links; a lookup writes nothing."""
+        with known_lock:
+            pid = known.get(token)
+            if pid is not None:
+                known.move_to_end(token)
+                return pid
+        if not _TOKEN_SHAPE.fullmatch(token):  # NUL, surrogates, spaces: never a link
+            return None
+        pid = await run_in_threadpool(store.participant_id, token)
+        if pid is not None:
+            with known_lock:
+                known[token] = pid
+                while len(known) > 50_000:
+                    known.popitem(last=False)
+        return pid
+
+    def stranger(request: Request) -> JSONResponse:
+        counters["unknown_links"] += 1
+        if stranger_bucket.take(client_key(request)):
+            counters["rate_limited"] += 1
+            return error(429, "too many requests for unknown links")
+        return error(404, "unknown participant link")
 
     # -- participant routes ---------------------------------------------------------------------
 
@@ -177,23 +303,24 @@ def create_app(
         if join_bucket.take("join"):
             counters["rate_limited"] += 1
             return error(429, "too many new sessions; try again in a moment")
-        body = await _json_body(request)
-        ext = body.get("external_id") if isinstance(body, dict) else None
-        if ext is not None and (not isinstance(ext, str) or len(ext) > 200):
-            return error(400, "external_id must be text of at most 200 characters")
+        body = await _json_body(request, "join_body")
+        ext = body.get("external_id")
         made = await store.create_participant_async(plan, ext or None)
         return JSONResponse({"url": f"/s/{made['token']}"})
 
     async def study_page(request: Request) -> Response:
-        row = await run_in_threadpool(store.participant, request.path_params["token"])
-        if row is None:
+        if await participant_id(request.path_params["token"]) is None:
+            if stranger_bucket.take(client_key(request)):
+                return error(429, "too many requests for unknown links")
             return Response("Unknown study link.", status_code=404, media_type="text/plain")
         return FileResponse(STATIC / "study.html")
 
     async def state(request: Request) -> Response:
+        if await participant_id(request.path_params["token"]) is None:
+            return stranger(request)
         row = await run_in_threadpool(store.participant, request.path_params["token"])
         if row is None:
-            return error(404, "unknown participant link")
+            return stranger(request)
         pf = plan.platform
         out = {
             "server_now_ms": time.time() * 1000.0,
@@ -223,11 +350,15 @@ def create_app(
 
     async def events(request: Request) -> Response:
         token = request.path_params["token"]
-        body = await _json_body(request)
-        evs = body.get("events") if isinstance(body, dict) else None
-        if not isinstance(evs, list) or not evs:
-            await store.reject_async(None, None, "batch without events")
-            return error(400, 'the body must be {"events": [...]} with at least one event')
+        if await participant_id(token) is None:
+            return stranger(request)
+        try:
+            body = await _json_body(request, "events_body")
+        except ContractError as e:
+            # a body outside the contract is answered, counted in memory, never stored
+            counters["refused_bodies"] += 1
+            return error(e.status, f'{e}; expected {{"events": [...]}}')
+        evs = body["events"]
         if len(evs) > lim["max_batch_events"]:
             return error(413, f"at most {lim['max_batch_events']} events per batch")
         wait = events_bucket.take(token, len(evs))
@@ -252,8 +383,8 @@ def create_app(
         return FileResponse(STATIC / "admin.html")
 
     async def summary(request: Request) -> Response:
-        if not is_admin(request):
-            return error(401, "researcher token required")
+        if (refusal := admin_refusal(request)) is not None:
+            return refusal
         out = await run_in_threadpool(store.summary, plan)
         out["server"] = dict(counters)
         out["plan"] = {"name": plan.name, "sessions": len(plan.sessions),
@@ -261,8 +392,8 @@ def create_app(
         return JSONResponse(out)
 
     async def participants(request: Request) -> Response:
-        if not is_admin(request):
-            return error(401, "researcher token required")
+        if (refusal := admin_refusal(request)) is not None:
+            return refusal
 
         def rows() -> list[dict[str, Any]]:
             import sqlalchemy as sa
@@ -279,13 +410,13 @@ def create_app(
         return JSONResponse({"participants": await run_in_threadpool(rows)})
 
     async def validate(request: Request) -> Response:
-        if not is_admin(request):
-            return error(401, "researcher token required")
+        if (refusal := admin_refusal(request)) is not None:
+            return refusal
         return JSONResponse(await run_in_threadpool(validate_now, store, plan))
 
     async def export(request: Request) -> Response:
-        if not is_admin(request):
-            return error(401, "researcher token required")
+        if (refusal := admin_refusal(request)) is not None:
+            return refusal
         if export_dir is None:
             return error(409, "the server was started without --export-dir")
 
@@ -300,20 +431,24 @@ def create_app(
         return JSONResponse({**rec, "folder": str(Path(export_dir).resolve())})
 
     async def links(request: Request) -> Response:
-        if not is_admin(request):
-            return error(401, "researcher token required")
-        body = await _json_body(request)
-        n = body.get("count", 1) if isinstance(body, dict) else None
-        if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= 1000:
-            return error(400, "count must be an integer 1-1000")
+        if (refusal := admin_refusal(request)) is not None:
+            return refusal
+        body = await _json_body(request, "links_body")
+        n = body.get("count", 1)
         made = [await store.create_participant_async(plan, None) for _ in range(n)]
         return JSONResponse(
             {"links": [{"label": m["label"], "url": f"/s/{m['token']}"} for m in made]}
         )
 
     async def on_store_error(request: Request, exc: Exception) -> Response:
-        assert isinstance(exc, StoreError)
+        assert isinstance(exc, StoreError | ContractError)
         return error(exc.status, str(exc))
+
+    async def on_database_down(request: Request, exc: Exception) -> Response:
+        # the database itself is unreachable or locked beyond its timeout (not a request's
+        # fault): 503, which the page retries; nothing of the request was committed
+        return error(503, "the study database is unavailable; the page will retry",
+                     retry_after_s=1.0)  # fmt: skip
 
     async def favicon(request: Request) -> Response:
         return Response(status_code=204)
@@ -335,6 +470,12 @@ def create_app(
     ]
     return Starlette(
         routes=routes,
-        middleware=[Middleware(Limits, max_body=lim["max_body_bytes"])],
-        exception_handlers={StoreError: on_store_error},
+        middleware=[
+            Middleware(Limits, max_body=lim["max_body_bytes"], body_timeout_s=body_timeout_s)
+        ],
+        exception_handlers={
+            StoreError: on_store_error,
+            ContractError: on_store_error,
+            OperationalError: on_database_down,
+        },  # fmt: skip
     )

@@ -39,6 +39,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy import event as sa_event
 
+from nonolab.collect.contract import check_event, schema
 from nonolab.collect.plan import PlanError, StudyPlan, plan_from_text
 from nonolab.collect.session import InvalidEvent, apply_event, dumps_line, new_state
 
@@ -117,6 +118,9 @@ EXCLUSIONS = sa.Table(
 )
 
 
+#: the largest event number (the request contract's bound: what the database's integer holds)
+SEQ_MAX = int(schema()["$defs"]["event"]["properties"]["seq"]["maximum"])
+
 # the PostgreSQL advisory lock key under which a starting process creates the tables
 SCHEMA_LOCK = 0x6E6F6E6F6C6162  # "nonolab"
 
@@ -158,9 +162,9 @@ class GroupCommit:
     applied in order in one transaction and committed (one fsync) together; each caller gets its
     own item's result (or exception) only after that commit.
 
-    An item that raises :class:`StoreError` has written nothing (it raises before writing) and
-    does not affect the others; any other exception rolls the whole group back and is raised
-    to every caller of the group (their pages retry).
+    An item that raises is rolled back to its own savepoint and gets its own exception; the
+    others are committed (:func:`_run_group`). Only a failed commit is raised to every caller of
+    the group (their pages retry).
     """
 
     def __init__(self, engine: sa.Engine, max_group: int = 512):
@@ -205,15 +209,24 @@ class GroupCommit:
 def _run_group(
     engine: sa.Engine, items: list[tuple[Callable[[sa.Connection], Any], Any]]
 ) -> list[tuple[Any, BaseException | None]]:
-    """Apply ``items`` (``(fn, handle)``) in one transaction; return ``(result, error)`` per item
-    (a :class:`StoreError` is the item's own; anything else is raised: the group rolled back)."""
+    """Apply ``items`` (``(fn, handle)``) in one transaction; return ``(result, error)`` per item.
+
+    Each item runs under its own savepoint: an item that raises (a :class:`StoreError`, or
+    anything the database refuses) is rolled back to its savepoint and gets its own error, and
+    the others are committed: one participant's request never decides another's. Only a failure
+    of the commit itself is raised (the group rolled back)."""
     done: list[tuple[Any, BaseException | None]] = []
     with engine.begin() as conn:
         for fn, _ in items:
+            sp = conn.begin_nested()
             try:
-                done.append((fn(conn), None))
-            except StoreError as e:
+                res = fn(conn)
+            except Exception as e:
+                sp.rollback()
                 done.append((None, e))
+            else:
+                sp.commit()
+                done.append((res, None))
     return done
 
 
@@ -279,9 +292,15 @@ def database_url(value: str) -> str:
 
 
 class Store:
-    """The study's database at ``url`` (see :func:`database_url`); creates its tables."""
+    """The study's database at ``url`` (see :func:`database_url`); creates its tables.
 
-    def __init__(self, url: str, *, synchronous: str = "FULL"):
+    ``clock`` (epoch seconds; default :func:`time.time`) is the server clock sessions are
+    created and events received by (tests replaying scripted sessions at other times set it)."""
+
+    def __init__(
+        self, url: str, *, synchronous: str = "FULL", clock: Callable[[], float] = time.time
+    ):
+        self.clock = clock
         self.url = database_url(url)
         self.sqlite = self.url.startswith("sqlite")
         # SQLite has one writer at a time: this process's writes go through one thread that
@@ -353,7 +372,7 @@ class Store:
         self, plan: StudyPlan, external_id: str | None
     ) -> Callable[[sa.Connection], dict[str, Any]]:
         token = secrets.token_urlsafe(32)
-        now = time.time()
+        now = self.clock()
 
         def make(conn: sa.Connection) -> dict[str, Any]:
             # the counter row is the schedule's lock: joins take turns (FOR UPDATE on
@@ -406,6 +425,13 @@ class Store:
         out["state"] = json.loads(out["state"])
         return out
 
+    def participant_id(self, token: str) -> int | None:
+        """Return the participant id of link ``token``, or None (reads one indexed row)."""
+        with self.read_engine.connect() as conn:
+            return conn.execute(
+                sa.select(PARTICIPANTS.c.id).where(PARTICIPANTS.c.token == token)
+            ).scalar_one_or_none()
+
     def reject(self, participant_id: int | None, seq: int | None, reason: str) -> None:
         """Count a refused event or request (``reason`` is stored, at most 1000 chars)."""
         row = {"participant_id": participant_id, "seq": seq, "received_at": time.time(),
@@ -425,15 +451,15 @@ class Store:
 
         Keys: ``acked`` (the last stored ``seq``), ``results`` (``{seq: answer}`` for every event of
         the batch that is stored, including re-sent ones), ``step``, and ``refused`` (``{seq,
-        error}``) when an event was refused: the events before it are stored, it and the rest
-        are not. Raises :class:`StoreError` for an unknown token (404).
+        index, error}``: its number, its position in the batch, why) when an event was refused:
+        the events before it are stored, it and the rest are not. Raises :class:`StoreError` for an unknown token (404).
         """
-        now_ms = time.time() * 1000.0
+        now_ms = self.clock() * 1000.0
         return self._transact(lambda conn: self._submit(conn, plan, token, events, now_ms))
 
     async def submit_async(self, plan: StudyPlan, token: str, events: list[Any]) -> dict[str, Any]:
         """:meth:`submit` for the server's event loop (the answer comes after the commit)."""
-        now_ms = time.time() * 1000.0
+        now_ms = self.clock() * 1000.0
         return await self._atransact(lambda conn: self._submit(conn, plan, token, events, now_ms))
 
     def _submit(
@@ -449,8 +475,9 @@ class Store:
             raise StoreError(404, "unknown participant link")
         pid, last = row["id"], row["last_seq"]
         state = json.loads(row["state"])
+        start_ms = float(row["created_at"]) * 1000.0
         seqs = [e.get("seq") for e in events if isinstance(e, dict)]
-        old = [s for s in seqs if isinstance(s, int) and s <= last]
+        old = [s for s in seqs if isinstance(s, int) and not isinstance(s, bool) and 1 <= s <= last]
         stored: dict[int, str] = {}
         if old:
             got = conn.execute(
@@ -461,10 +488,11 @@ class Store:
             results.update({s: json.loads(r) for s, r, _ in got})
             stored = {s: d for s, _, d in got}
         ev_rows, line_rows = [], []
-        for ev in events:
+        k_refused = 0
+        for k_refused, ev in enumerate(events):  # noqa: B007 (read after a break)
             seq = ev.get("seq") if isinstance(ev, dict) else None
-            if isinstance(seq, bool) or not isinstance(seq, int) or seq < 1:
-                refused = {"seq": seq, "error": "seq must be a positive integer"}
+            if isinstance(seq, bool) or not isinstance(seq, int) or not 1 <= seq <= SEQ_MAX:
+                refused = {"seq": None, "error": f"seq must be an integer 1-{SEQ_MAX}"}
                 break
             if seq <= last:
                 if stored.get(seq) != event_digest(ev):
@@ -477,6 +505,7 @@ class Store:
                 refused = {"seq": seq, "error": f"event {last + 1} is missing (got {seq})"}
                 break
             try:
+                check_event(ev, start_ms, now_ms)
                 state, lines, result = apply_event(plan, state, ev, now_ms, who=token)
             except InvalidEvent as e:
                 refused = {"seq": seq, "error": str(e)}
@@ -506,13 +535,14 @@ class Store:
         if refused is not None:
             conn.execute(
                 REJECTIONS.insert().values(
-                    participant_id=pid, seq=refused["seq"] if isinstance(refused["seq"], int)
-                    else None, received_at=now_ms / 1000.0, reason=refused["error"][:1000],
+                    participant_id=pid, seq=refused["seq"], received_at=now_ms / 1000.0, reason=refused["error"][:1000],
                 )
             )  # fmt: skip
         out: dict[str, Any] = {"acked": last, "results": results, "step": state["step"]}
         if refused is not None:
-            out["refused"] = refused
+            # ``index``: the refused event's position in the batch (0-based), also when its
+            # ``seq`` is not a usable number (then ``seq`` is None)
+            out["refused"] = {**refused, "index": k_refused}
         return out
 
     # -- reading ------------------------------------------------------------------------------

@@ -7,11 +7,55 @@ import os
 import secrets
 import sys
 
+#: the shortest researcher token ``nonolab serve`` accepts (characters)
+MIN_ADMIN_TOKEN = 16
+
+
+def admin_token_from_env(env: dict[str, str]) -> tuple[str | None, str]:
+    """Return ``(token, message)`` for ``$NONOLAB_ADMIN_TOKEN`` in ``env``: the token and ""
+    when it is set and long enough; a new random token and a message showing it when unset;
+    ``None`` and the refusal when it is set but empty or shorter than :data:`MIN_ADMIN_TOKEN`."""
+    if "NONOLAB_ADMIN_TOKEN" not in env:
+        token = secrets.token_urlsafe(24)
+        return token, f"researcher token (set NONOLAB_ADMIN_TOKEN to choose it): {token}"
+    token = env["NONOLAB_ADMIN_TOKEN"]
+    if not token.strip():
+        return None, (
+            "error: NONOLAB_ADMIN_TOKEN is set but empty; set it to a secret of at least "
+            f"{MIN_ADMIN_TOKEN} characters, or unset it to have one made and shown"
+        )
+    if len(token) < MIN_ADMIN_TOKEN or token != token.strip():
+        return None, (
+            f"error: NONOLAB_ADMIN_TOKEN has {len(token)} characters"
+            + (" with spaces at its ends" if token != token.strip() else "")
+            + f"; a researcher token needs at least {MIN_ADMIN_TOKEN} (e.g. python -c "
+            "'import secrets; print(secrets.token_urlsafe(24))')"
+        )
+    return token, ""
+
+
+def connection_cap() -> int:
+    """Return the default connection cap: half the soft file-descriptor limit (the rest for the
+    database, logs and the threads' files), between 16 and 1000."""
+    try:
+        import resource
+
+        soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    except (ImportError, OSError, ValueError):
+        return 500
+    if soft == resource.RLIM_INFINITY:
+        return 1000
+    return max(16, min(1000, soft // 2))
+
 
 def _serve(args: argparse.Namespace) -> int:
     from nonolab.collect.plan import PlanError, load_plan
     from nonolab.collect.store import PlanMismatch, Store
 
+    token, token_message = admin_token_from_env(dict(os.environ))
+    if token is None and not args.export:
+        print(token_message, file=sys.stderr)
+        return 2
     try:
         plan = load_plan(args.plan)
     except PlanError as e:
@@ -75,17 +119,19 @@ def _serve(args: argparse.Namespace) -> int:
         )
         return 0
     import uvicorn
+    from uvicorn.config import LOGGING_CONFIG
 
-    from nonolab.collect.app import create_app
+    from nonolab.collect.app import create_app, log_config
 
-    token = os.environ.get("NONOLAB_ADMIN_TOKEN") or secrets.token_urlsafe(24)
-    app = create_app(plan, store, token, export_dir=args.export_dir)
+    assert token is not None
+    app = create_app(plan, store, token, export_dir=args.export_dir,
+                     body_timeout_s=args.body_timeout)  # fmt: skip
     base = f"http://{args.host}:{args.port}"
     print(f"study '{plan.name}': {len(plan.sessions)} schedule sessions of {plan.per_session} "
           f"puzzles; store {store.url.split('@')[-1]}", file=sys.stderr)  # fmt: skip
     print(f"participants: {base}/   researcher dashboard: {base}/admin", file=sys.stderr)
-    if "NONOLAB_ADMIN_TOKEN" not in os.environ:
-        print(f"researcher token (set NONOLAB_ADMIN_TOKEN to choose it): {token}", file=sys.stderr)
+    if token_message:
+        print(token_message, file=sys.stderr)
     uvicorn.run(
         app,
         host=args.host,
@@ -94,6 +140,13 @@ def _serve(args: argparse.Namespace) -> int:
         proxy_headers=args.behind_proxy,
         forwarded_allow_ips="127.0.0.1" if args.behind_proxy else None,
         timeout_graceful_shutdown=5,
+        # slow or idle clients cannot hold the server: idle keep-alive connections close after
+        # 5 s, a body must arrive within --body-timeout, and past --max-connections open
+        # connections new ones get 503 at once (instead of the process running out of file
+        # descriptors); access and trace logs never show a link or researcher token
+        timeout_keep_alive=5,
+        limit_concurrency=args.max_connections or connection_cap(),
+        log_config=log_config(LOGGING_CONFIG),
     )
     return 0
 
@@ -106,7 +159,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         description="Serve the study of PLAN (plan.yaml) to participants' browsers: consent, "
         "tutorial, warm-up, surveys and the scheduled puzzles, every interaction stored as a "
         "nonolab log event before it is acknowledged. The researcher dashboard is at /admin "
-        "(token: $NONOLAB_ADMIN_TOKEN, else printed at start). See docs/running-a-study.md.",
+        "(token: $NONOLAB_ADMIN_TOKEN, at least 16 characters, else made and printed at start). See docs/running-a-study.md.",
     )
     p.add_argument("plan", help="the study plan (plan.yaml)")
     p.add_argument(
@@ -142,4 +195,19 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="SQLite durability: FULL (default) syncs every commit to disk",
     )
     p.add_argument("--log-level", default="warning", help="uvicorn log level (default warning)")
+    p.add_argument(
+        "--body-timeout",
+        type=float,
+        default=10.0,
+        metavar="S",
+        help="seconds a request body may take to arrive (default 10; slower clients get 408)",
+    )
+    p.add_argument(
+        "--max-connections",
+        type=int,
+        default=None,
+        metavar="N",
+        help="open connections served at once (default: half the process's file-descriptor "
+        "limit, at most 1000; more get 503 and retry)",
+    )
     p.set_defaults(func=_serve)

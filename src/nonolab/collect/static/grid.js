@@ -101,7 +101,7 @@ export function createGrid(container, puzzle, opts) {
     return v === 1 ? 0 : 1;
   }
   function emit(a) {
-    if (hint && (a.kind !== "move" || (a.r === hint.r && a.c === hint.c))) hint = null;
+    if (hint && (a.kind !== "move" || (a.r === hint.r && a.c === hint.c))) { hint = null; opts.onHintCleared?.(); }
     opts.onAction(a);
     render();
   }

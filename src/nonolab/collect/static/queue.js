@@ -1,5 +1,7 @@
 // The event queue: numbered events kept in localStorage until the server acknowledges them,
-// sent in batches with retry (exponential back-off, the server's Retry-After on 429).
+// sent in batches with retry (exponential back-off, the server's Retry-After on 429). An event
+// the server refuses (422: the events before it are stored; any other 4xx: the whole batch) is
+// never sent again: it and the events after it are dropped and onRefused tells the page.
 
 export class EventQueue {
   constructor(token, onStatus) {
@@ -17,8 +19,18 @@ export class EventQueue {
   save() { localStorage.setItem(this.key, JSON.stringify(this.pending)); }
   setAcked(last) {
     this.pending = this.pending.filter((e) => e.seq > last);
-    this.nextSeq = Math.max(this.nextSeq, last + 1);
+    // with nothing pending, the next number follows the server's last (after a refusal the
+    // dropped numbers are used again)
+    this.nextSeq = this.pending.length ? Math.max(this.nextSeq, last + 1) : last + 1;
     this.save();
+  }
+  // drop every pending event (the server refused one of them) and tell the page
+  refuse(info) {
+    this.pending = [];
+    this.save();
+    for (const w of this.waiters.values()) w({ refused: true });
+    this.waiters.clear();
+    this.onRefused(info);
   }
   push(ev, t) {
     const e = { ...ev, seq: this.nextSeq++, t };
@@ -73,11 +85,9 @@ export class EventQueue {
         if (w) { this.waiters.delete(Number(seq)); w(res); }
       }
       if (resp.status === 422) {
-        // the server refused an event: drop it and what follows, then resynchronise
-        this.pending = [];
+        // the server refused an event: drop it and what follows (never resent)
         this.nextSeq = body.acked + 1;
-        this.save();
-        this.onRefused(body.error || "refused");
+        this.refuse({ seq: body.refused?.seq ?? null, error: body.error || "refused" });
         return;
       }
       this.onStatus(this.pending.length ? "saving" : "saved");
@@ -85,6 +95,11 @@ export class EventQueue {
       return;
     }
     if (resp.status === 429) return this.retry(1000 * (body.retry_after_s || 1));
+    if (resp.status >= 400 && resp.status < 500 && resp.status !== 408) {
+      // the server will never take this batch: drop it rather than resend it forever
+      this.backoff = 500;
+      return this.refuse({ seq: null, error: body.error || `HTTP ${resp.status}` });
+    }
     return this.retry(this.backoff);
   }
   retry(ms) {

@@ -10,9 +10,25 @@ const queue = new EventQueue(token, (s) => {
   statusEl.textContent = { saving: "Saving…", saved: "All changes saved", offline: "Connection lost — retrying (your work is kept)" }[s];
   statusEl.dataset.state = s;
 });
-queue.onRefused = (msg) => {
-  statusEl.textContent = `The server refused an action (${msg}); reloading.`;
-  setTimeout(() => location.reload(), 1500);
+// an action the server refused is not sent again: the participant is told plainly and goes on
+// from what the server has saved; after repeated refusals the notice also offers a way out
+let refusals = 0;
+queue.onRefused = (info) => {
+  refusals += 1;
+  statusEl.textContent = "Your last action was not saved";
+  statusEl.dataset.state = "offline";
+  const box = el("section", "card notice");
+  box.id = "refused-notice";
+  box.setAttribute("role", "alert");
+  box.appendChild(el("h2", "", "Your last action could not be saved"));
+  box.appendChild(el("p", "", "The study server did not accept it, so it is not part of your answers. Everything you did before it is saved."));
+  box.appendChild(el("p", "detail", `Reason given by the server: ${info.error}`));
+  if (refusals >= 3) {
+    box.appendChild(el("p", "", `This has now happened ${refusals} times. You may stop here: what is saved is kept. Please tell the researcher, quoting the reason above.`));
+  }
+  box.appendChild(button("Continue from what is saved", "primary", () => load(), "refused-continue"));
+  clear();
+  main.appendChild(box);
 };
 
 // client clock: monotonic (performance.now) anchored to the server clock when the page loaded
@@ -62,6 +78,7 @@ async function sync(ev) {
 }
 
 async function load() {
+  document.getElementById("refused-notice")?.remove();
   await queue.drain();
   const s = await fetchState();
   if (!s) return;
@@ -90,7 +107,8 @@ function render(s) {
 async function next(ev) {
   clear();
   main.appendChild(el("p", "wait", "Saving…"));
-  await sync(ev);
+  const res = await sync(ev);
+  if (res.refused) return; // the notice is shown instead
   await load();
 }
 
@@ -206,9 +224,11 @@ function puzzle() {
   async function hint() {
     busy = true;
     msg.textContent = "Looking for a hint…";
+    delete msg.dataset.kind;
     const res = await sync({ kind: "hint" });
     busy = false;
-    if (res.hint) { grid.showHint(res.hint); msg.textContent = `Hint: the highlighted cell is wrong (${res.hints_left} hints left).`; }
+    if (res.refused) return;
+    if (res.hint) { grid.showHint(res.hint); msg.textContent = `Hint: the highlighted cell is wrong (${res.hints_left} hints left).`; msg.dataset.kind = "hint"; }
     else msg.textContent = res.reason === "limit" ? "No hints left for this puzzle." : "Nothing to hint: every filled cell is right.";
   }
   async function check() {
@@ -216,13 +236,15 @@ function puzzle() {
     msg.textContent = "Checking…";
     const res = await sync({ kind: "check" });
     busy = false;
+    if (res.refused) return;
     if (res.solved) { msg.textContent = "Solved!"; await load(); }
     else msg.textContent = "Not solved yet — keep going.";
   }
   async function skip() {
     if (!confirm("Give up on this puzzle and move on?")) return;
     busy = true;
-    await sync({ kind: "skip" });
+    const res = await sync({ kind: "skip" });
+    if (res.refused) return;
     await load();
   }
   function reset() {
@@ -240,7 +262,9 @@ function puzzle() {
   box.appendChild(bar);
   const area = el("div", "");
   box.appendChild(area);
-  grid = createGrid(area, p, { board, getTool, onAction: act, disabled: () => busy });
+  // the hint's message goes with its highlight (once the hinted cell is changed)
+  const onHintCleared = () => { if (msg.dataset.kind === "hint") { msg.textContent = ""; delete msg.dataset.kind; } };
+  grid = createGrid(area, p, { board, getTool, onAction: act, disabled: () => busy, onHintCleared });
   box.appendChild(msg);
   main.appendChild(box);
 }
