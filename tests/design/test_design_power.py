@@ -14,7 +14,7 @@ from nonolab.design.power import (
     RatingModel,
     _lmm_chunk,
     lmm_power,
-    lmm_test_batch,
+    lmm_tests,
     maximal_power,
     spearman_power,
 )
@@ -32,30 +32,41 @@ def _design(k: int, n: int, seed: int = 0, missing: float = 0.1) -> Design:
 
 @pytest.mark.parametrize("analysis", ["rating_lmm", "moderation_lmm", "behaviour_lmm"])
 def test_batched_tests_equal_one_fit_at_a_time(analysis: str) -> None:
+    """Each replication (its own expertise and missing ratings) tested in the batch as one
+    fit of its own rows gives (fit_crossed + satterthwaite_df)."""
     d = _design(10, 24, 1)
     rng = np.random.default_rng(3)
-    Y, X, codes, col, rel = _lmm_chunk(
+    Y, X, codes, col, rel, keep = _lmm_chunk(
         analysis, d, RatingModel(scale="gaussian"), BehaviourModel(), 6, rng
     )
-    est, p, failed = lmm_test_batch(Y, X, codes, col, start=rel)
-    assert failed == 0
-    names = ["Intercept", "x", "e", "x:e"][: X.shape[1]]
+    r = lmm_tests(Y, X, codes, col, start=rel, keep=keep)
+    assert not r.failed.any()
+    names = ["Intercept", "x", "e", "x:e"][: X.shape[-1]]
+    Xb = np.broadcast_to(X, (len(Y), *X.shape[-2:]))
+    kp = np.ones(Y.shape, dtype=bool) if keep is None else keep
+    if analysis != "behaviour_lmm":  # replications differ in their rows and expertise
+        assert not (kp == kp[0]).all()
+        if analysis == "moderation_lmm":
+            assert not np.allclose(Xb[0, :, 2], Xb[1, :, 2])
     for b in range(len(Y)):
-        data = pd.DataFrame(X[:, 1:], columns=names[1:]).assign(
-            y=Y[b], participant_id=codes[0].astype(str), puzzle_hash=codes[1].astype(str)
+        rows = kp[b]
+        data = pd.DataFrame(Xb[b][rows][:, 1:], columns=names[1:]).assign(
+            y=Y[b][rows],
+            participant_id=codes[0][rows].astype(str),
+            puzzle_hash=codes[1][rows].astype(str),
         )
         rhs = " + ".join(names[1:]).replace("x + e + x:e", "x * e")
         fit = fit_crossed(data, f"y ~ {rhs}")
         term = names[col]
-        assert est[b] == pytest.approx(fit.params[term], rel=1e-6, abs=1e-8)
+        assert r.estimate[b] == pytest.approx(fit.params[term], rel=1e-6, abs=1e-8)
         df = satterthwaite_df(fit, term)
         if np.isfinite(df):
             from scipy import stats
 
             t = fit.params[term] / fit.bse[term]
-            assert p[b] == pytest.approx(2 * stats.t.sf(abs(t), df), rel=1e-5, abs=1e-8)
+            assert r.p[b] == pytest.approx(2 * stats.t.sf(abs(t), df), rel=1e-5, abs=1e-8)
         else:
-            assert np.isnan(p[b])
+            assert np.isnan(r.p[b]) and r.boundary[b]
 
 
 def _within(power: float, target: float, n: int, z: float = 3.3) -> bool:

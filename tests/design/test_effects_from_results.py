@@ -261,7 +261,7 @@ def _simulated_fit(analysis: str, model: RatingModel, beh: BehaviourModel, reps:
     k, n = 24, 240
     metric = rng.integers(0, 200, k).astype(float)
     design = Design(balanced_schedule(k, 3, n, 0).sessions[:n], metric, missing=0.0)
-    Y, X, codes, _, rel = _lmm_chunk(analysis, design, model, beh, reps, rng)
+    Y, X, codes, _, rel, _ = _lmm_chunk(analysis, design, model, beh, reps, rng)
     b, _, v, _, ok = reml_fit_batch(Y, X, codes, start=rel)
     assert ok.all()
     return b.mean(axis=0), v.mean(axis=0)
