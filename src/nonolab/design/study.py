@@ -83,6 +83,9 @@ class Reference:
     schedule: np.ndarray | None
     served: int
     participants: int
+    #: the sessions actually served (participants x M puzzle positions in ``metrics``, in
+    #: serving order), read from the study's logs; None: reconstructed from the schedule
+    sessions: np.ndarray | None = None
 
 
 @dataclass(frozen=True)
@@ -106,6 +109,10 @@ class DesignSettings:
     lmm_replications: int = 500
     maximal_replications: int = 0
     maximal_df: str = "satterthwaite"
+    #: how a mixed-model fit with a variance component at 0 is tested: ``not_significant``
+    #: (the pipeline: no Satterthwaite df) or ``lmertest`` (the df of the model without it);
+    #: the power under the other convention is reported beside it either way
+    boundary: str = "not_significant"
     random_selections: int = 1000
     seed: int = 20261205
     name: str = "next-study"
@@ -155,7 +162,16 @@ def _power_all(
             out.append(spearman_power(design, s.rho, s.replications, seed, s.rating, s.alpha))
         else:
             out.append(
-                lmm_power(a, design, s.lmm_replications, seed, s.rating, s.behaviour, s.alpha)
+                lmm_power(
+                    a,
+                    design,
+                    s.lmm_replications,
+                    seed,
+                    s.rating,
+                    s.behaviour,
+                    s.alpha,
+                    boundary=s.boundary,
+                )
             )
         tick()
     return out
@@ -170,11 +186,16 @@ def reference_from_study(
     participants: int = 67,
     solver: str = "minisat22",
     encoding: str = "block_start",
+    served_from_logs: bool = True,
 ) -> Reference:
     """Return the public study's design as a :class:`Reference`, read at run time from the
     study folder: its puzzles (metrics computed here with ``solver`` on ``encoding``, in the
     puzzle file's order), its schedule file, the ``served`` sequences the sessions drew from
-    it (48 of 120) and its ``participants`` (67 after the ingest)."""
+    it (48 of 120) and its ``participants`` (67 after the ingest). With
+    ``served_from_logs`` the sessions actually served are read from the study's logs
+    (:func:`served_sessions`) and the reference design is those sessions, its participants
+    their number; else the design is reconstructed from the schedule file's first ``served``
+    sequences, cycled over ``participants``."""
     from nonolab.sat.puzzles import load_study_puzzles
     from nonolab.sat.solvers import solver_records
 
@@ -182,13 +203,43 @@ def reference_from_study(
     puzzles = load_study_puzzles(d / puzzle_file)
     rec = pd.DataFrame(solver_records(puzzles, [encoding], [solver]))
     sched = read_schedule_file(str(d / schedule_file)) if (d / schedule_file).exists() else None
-    return Reference("paper", rec, sched, served, participants)
+    sessions = served_sessions(d, rec["puzzle_hash"].tolist()) if served_from_logs else None
+    n = participants if sessions is None else len(sessions)
+    return Reference("paper", rec, sched, served, n, sessions)
+
+
+def served_sessions(study_dir: str | Path, hashes: Sequence[str]) -> np.ndarray | None:
+    """Return the sessions a study actually served, read from its logs by the ingest (the
+    study's preset, ``auto``): one row per analysed participant (participant id order), the
+    positions in ``hashes`` of the puzzles in serving order; None when the folder has no
+    logs or no participant served a full session of puzzles in ``hashes``."""
+    from nonolab.study.ingest import ingest_study
+    from nonolab.study.presets import resolve_preset
+
+    d = Path(study_dir)
+    try:
+        res = ingest_study(d, resolve_preset(d))
+    except (FileNotFoundError, ValueError):
+        return None
+    a = res.tables["attempts"]
+    if a.empty:
+        return None
+    pos = {h: i for i, h in enumerate(hashes)}
+    a = a[a["puzzle_hash"].isin(pos)].sort_values(["participant_id", "order"])
+    rows = [[pos[h] for h in g["puzzle_hash"]] for _, g in a.groupby("participant_id", sort=True)]
+    if not rows:
+        return None
+    m = max(len(r) for r in rows)
+    rows = [r for r in rows if len(r) == m]
+    return np.asarray(rows, dtype=int)
 
 
 def _reference_design(ref: Reference, missing: float, pool: pd.DataFrame, metric: str) -> Design:
     """Return the reference design: its puzzles and, per participant, the served sequences in
     schedule order, cycled over the ``served`` ones when there are more participants."""
-    if ref.schedule is None:
+    if ref.sessions is not None:
+        q = ref.sessions
+    elif ref.schedule is None:
         k = len(ref.metrics)
         q = balanced_schedule(k, 3, ref.participants, 0).sessions
     else:
@@ -302,7 +353,9 @@ def run_design(
     sel_table.insert(0, "id", range(len(sel_table)))
 
     # -- schedule ---------------------------------------------------------------------------
-    n_max = max(max(s.participants), s.n_puzzles)
+    # long enough for every design the power search visits (up to 4x the largest planned N)
+    # and at least SCHEDULE_SESSIONS, in whole blocks: no schedule is ever cycled
+    n_max = schedule_length(s.n_puzzles, 4 * max(s.participants))
     sched = balanced_schedule(s.n_puzzles, s.per_session, n_max, seeds["schedule"])
     say(f"schedule: {sched.method}, blocks of {sched.block_size} sessions")
 
@@ -335,7 +388,9 @@ def run_design(
     smallest_rows = []
     for k in s.k_curve:
         vals = el.iloc[chosen[k]][s.primary_metric].to_numpy(dtype=float)
-        sk = balanced_schedule(k, min(s.per_session, k), max(n_max, n_plan), seeds["schedule"])
+        sk = balanced_schedule(
+            k, min(s.per_session, k), schedule_length(k, 4 * max(s.participants)), seeds["schedule"]
+        )
         d = _design(_cycled(sk.sessions, n_plan), vals, el, s.primary_metric, s.missing)
         k_rows += _power_all(s, d, seeds["power"], analyses, lambda k=k: tick(f"K={k}"))
         grid = {
@@ -371,11 +426,11 @@ def run_design(
     planned_rows = _power_all(s, plan_design, seeds["power"], analyses, lambda: None)
     ref_rows: list[PowerResult] = []
     balance_rows = []
-    n_blocks = -(-n_plan // sched.block_size)
+    n_blocks = len(sched.sessions) // sched.block_size
     for b in range(1, n_blocks + 1):
         balance_rows.append(
             schedule_balance(
-                sched.sessions, s.n_puzzles, f"planned: {b} block(s)", b * sched.block_size
+                sched.sessions, s.n_puzzles, f"schedule: {b} block(s)", b * sched.block_size
             )
         )
     planned_balance = schedule_balance(
@@ -394,11 +449,15 @@ def run_design(
                     reference.served,
                 )
             )
-            balance_rows.append(
-                schedule_balance(
-                    rd.queues, len(reference.metrics), f"{reference.name}: all sessions"
-                )
+        balance_rows.append(
+            schedule_balance(
+                rd.queues,
+                len(reference.metrics),
+                f"{reference.name}: sessions actually served"
+                if reference.sessions is not None
+                else f"{reference.name}: reconstructed from the schedule file",
             )
+        )
     maximal_row = None
     if s.maximal_replications:
         maximal_row = maximal_power(
@@ -445,7 +504,6 @@ def run_design(
     analyses_rec = []
     for name, kind, role, family in ANALYSES:
         r = power_by[name]
-        lo, hi = r.interval()
         analyses_rec.append(
             {
                 "name": name,
@@ -456,16 +514,10 @@ def run_design(
                 "test": _TESTS[name],
                 "alpha": s.alpha,
                 "settings": _settings(name, s),
-                "power": {
-                    "participants": n_plan,
-                    "power": round(r.power, 6),
-                    "mc_ci": [round(lo, 6), round(hi, 6)],
-                    "replications": r.replications,
-                },
+                "power": power_record(r, n_plan),
             }
         )
     if maximal_row is not None:
-        lo, hi = maximal_row.interval()
         analyses_rec.append(
             {
                 "name": "moderation_maximal",
@@ -476,12 +528,7 @@ def run_design(
                 "test": f"REML; two-sided t test of metric:expertise with {s.maximal_df} df",
                 "alpha": s.alpha,
                 "settings": _settings("moderation_lmm", s),
-                "power": {
-                    "participants": n_plan,
-                    "power": round(maximal_row.power, 6),
-                    "mc_ci": [round(lo, 6), round(hi, 6)],
-                    "replications": maximal_row.replications,
-                },
+                "power": power_record(maximal_row, n_plan),
             }
         )
     stop = (
@@ -562,6 +609,28 @@ _TESTS = {
 }
 
 
+def power_record(r: PowerResult, participants: int) -> dict[str, Any]:
+    """Return the plan's record of one power: the power and its Monte-Carlo 95% interval
+    (3 decimals: the precision a few hundred replications support), the replications, the
+    share whose test is undefined (counted as not significant) and why, and for mixed models
+    the share of boundary fits and the power under lmerTest's convention."""
+    lo, hi = r.interval()
+    out: dict[str, Any] = {
+        "participants": int(participants),
+        "power": round(r.power, 3),
+        "mc_ci": [round(lo, 3), round(hi, 3)],
+        "replications": r.replications,
+        "counted_not_significant": {
+            "share": round(r.undefined_share, 3),
+            "reason": r.undefined_reason or "fit failed",
+        },
+    }
+    if r.boundary_share is not None:
+        out["boundary_share"] = round(r.boundary_share, 3)
+        out["power_lmertest_convention"] = round(r.power_lmertest or 0.0, 3)
+    return out
+
+
 def _settings(name: str, s: DesignSettings) -> dict[str, Any]:
     base = {"metric": s.primary_metric, "metric_transform": "log1p_z", "missing": s.missing}
     if name == "spearman_bt":
@@ -586,8 +655,21 @@ def _design(
     return Design(queues, vals, missing, scores, z)
 
 
+#: the fewest sessions a design's schedule holds (whole blocks, each exactly balanced)
+SCHEDULE_SESSIONS = 600
+
+
+def schedule_length(k: int, searched: int) -> int:
+    """Return the number of sessions to schedule for ``k`` puzzles: at least
+    :data:`SCHEDULE_SESSIONS` and ``searched`` (the largest design the power search may
+    visit), rounded up to whole blocks of ``k``."""
+    n = max(SCHEDULE_SESSIONS, searched, k)
+    return -(-n // k) * k
+
+
 def _cycled(sessions: np.ndarray, n: int) -> np.ndarray:
-    """Return the first ``n`` sessions, repeating the schedule when it is shorter."""
+    """Return the first ``n`` sessions (a reference schedule shorter than ``n`` is repeated;
+    the designed schedules are long enough, :func:`schedule_length`)."""
     return sessions[np.arange(n) % len(sessions)]
 
 
