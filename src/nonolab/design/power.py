@@ -729,3 +729,25 @@ def maximal_power(
         seed,
         {"mean_estimate": float(np.mean(est)) if est else float("nan")},
     )
+
+
+def expected_sample_rho(
+    design: Design, rho: float, draws: int = 4000, seed: int = 0, sd: float = 1.0
+) -> tuple[float, float]:
+    """Return the mean and SD over ``draws`` of the Spearman correlation between latent
+    difficulty and the metric over the design's own K puzzles (unitless): the estimand a
+    study of these puzzles estimates, as against ``rho``, the Spearman correlation in the
+    population of puzzles the latent scores refer to (the pool). Latent difficulty as
+    :func:`spearman_power` draws it (no rating noise: the correlation a study with
+    unlimited participants would find); tied metric values get average ranks."""
+    rng = np.random.default_rng(_seed(seed, design.n_puzzles, 7))
+    s = design.latent_scores
+    r = pearson_for_spearman(rho)
+    d = sd * (r * s + math.sqrt(1 - r * r) * rng.standard_normal((draws, design.n_puzzles)))
+    m = stats.rankdata(np.asarray(design.metric, dtype=float))
+    rd = stats.rankdata(d, axis=1)
+    mc, rc = m - m.mean(), rd - rd.mean(axis=1, keepdims=True)
+    den = np.sqrt((mc**2).sum() * (rc**2).sum(axis=1))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        rs = (rc @ mc) / den
+    return float(np.nanmean(rs)), float(np.nanstd(rs))

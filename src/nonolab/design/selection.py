@@ -390,6 +390,8 @@ COMPARISON_COLUMNS = [
     "random_share_below",
     *(f"{m}_sd" for m in DEFAULT_METRICS),
     "max_abs_metric_correlation",
+    "distinct_values",
+    "puzzles_sharing_a_value",
 ]
 
 
@@ -429,6 +431,10 @@ def selection_summary(
         row["max_abs_metric_correlation"] = float(np.abs(c[np.triu_indices(len(metrics), 1)]).max())
     else:
         row["max_abs_metric_correlation"] = None
+    v = values[metrics[0]].to_numpy(dtype=float)
+    u, c = np.unique(v, return_counts=True)
+    row["distinct_values"] = int(len(u))  # of the primary (first) metric
+    row["puzzles_sharing_a_value"] = int(c[c > 1].sum())
     return row
 
 

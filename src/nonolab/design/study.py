@@ -40,6 +40,7 @@ from nonolab.design.power import (
     Design,
     PowerResult,
     RatingModel,
+    expected_sample_rho,
     lmm_power,
     maximal_power,
     spearman_power,
@@ -113,6 +114,13 @@ class DesignSettings:
     #: (the pipeline: no Satterthwaite df) or ``lmertest`` (the df of the model without it);
     #: the power under the other convention is reported beside it either way
     boundary: str = "not_significant"
+    #: selection criterion (:data:`nonolab.design.selection.CRITERIA`) and whether tied
+    #: values of the primary metric are kept as few as the pool allows
+    criterion: str = "d_quadratic"
+    spread: bool = True
+    #: the curved truth power is also reported under: latent difficulty depends on
+    #: ``tanh`` of the pool-standardised metric (flat at both ends of the pool)
+    curved_truth: str = "tanh"
     random_selections: int = 1000
     seed: int = 20261205
     name: str = "next-study"
@@ -271,6 +279,7 @@ def run_design(
         + len(s.k_curve) * len(analyses)
         + (len(analyses) if reference is not None else 0)
         + (1 if s.maximal_replications else 0)
+        + len(analyses) * (2 if (s.criterion, s.spread) == ("d_linear", False) else 4)
     )
     step = [0]
 
@@ -298,26 +307,36 @@ def run_design(
     if s.n_puzzles <= len(metrics):  # too few puzzles to separate every metric
         metrics = [s.primary_metric]
     ks = sorted(set(s.k_curve) | {s.n_puzzles})
-    # a K too small to separate every metric is chosen for the primary metric alone
-    chosen = {
-        k: select_puzzles(
-            el, k, metrics if k > len(metrics) else [s.primary_metric], seed=seeds["selection"]
-        )
-        for k in ks
-    }
+
+    def select(k: int, criterion: str, spread: bool) -> np.ndarray:
+        # a K too small to separate every metric (and the curvature) is chosen for the
+        # primary metric alone; too small for a quadratic even then: the straight line
+        quad = int(criterion == "d_quadratic")
+        ms = metrics if k > len(metrics) + quad else [s.primary_metric]
+        c = criterion if k > len(ms) + 1 else "d_linear"
+        return select_puzzles(el, k, ms, seed=seeds["selection"], criterion=c, distinct=spread)
+
+    chosen = {k: select(k, s.criterion, s.spread) for k in ks}
     sel = el.iloc[chosen[s.n_puzzles]].reset_index(drop=True)
     X = design_matrix(el, metrics)
-    d_opt = float(
-        np.exp(
-            np.linalg.slogdet(X[chosen[s.n_puzzles]].T @ X[chosen[s.n_puzzles]] / s.n_puzzles)[1]
-            / X.shape[1]
-        )
-    )
+    linear = select(s.n_puzzles, "d_linear", False)  # the straight-line D-optimum
+    alternative = None if (s.criterion, s.spread) == ("d_linear", False) else linear
+    d_opt = float(np.exp(np.linalg.slogdet(X[linear].T @ X[linear] / s.n_puzzles)[1] / X.shape[1]))
+    sel_name = f"{s.criterion}{'_spread' if s.spread else ''}_k{s.n_puzzles}"
     rand = random_criteria(
         el, s.n_puzzles, metrics, s.random_selections, seeds["random_selections"]
     )
     crit_rows = [
-        selection_summary(f"d_optimal_k{s.n_puzzles}", sel, el, metrics, d_opt, rand),
+        selection_summary(sel_name, sel, el, metrics, d_opt, rand),
+        *(
+            [
+                selection_summary(
+                    f"d_linear_k{s.n_puzzles}", el.iloc[linear], el, metrics, d_opt, rand
+                )
+            ]
+            if alternative is not None
+            else []
+        ),
         random_summary(f"random_k{s.n_puzzles}_median", rand, s.n_puzzles, d_opt),
         {
             **random_summary(f"random_k{s.n_puzzles}_p95", rand, s.n_puzzles, d_opt),
@@ -423,7 +442,28 @@ def run_design(
     plan_design = _design(
         _cycled(sched.sessions, n_plan), metric_vals, el, s.primary_metric, s.missing
     )
-    planned_rows = _power_all(s, plan_design, seeds["power"], analyses, lambda: None)
+    planned_rows = _power_all(s, plan_design, seeds["power"], analyses, lambda: tick("planned"))
+    # the same under a curved truth, and the straight-line D-optimal selection under both
+    variants: list[tuple[str, list[PowerResult]]] = []
+    planned_queues = _cycled(sched.sessions, n_plan)
+    options = [("planned", metric_vals)]
+    if alternative is not None:
+        options.append((f"d_linear_k{s.n_puzzles}", el.iloc[alternative][s.primary_metric]))
+    for label, vals in options:
+        for truth in ("linear", s.curved_truth):
+            if (label, truth) == ("planned", "linear"):
+                continue
+            d = _design(planned_queues, np.asarray(vals, dtype=float), el, s.primary_metric,
+                        s.missing, truth)  # fmt: skip
+            name = label if truth == "linear" else f"{label}, curved truth ({truth})"
+            variants.append(
+                (name, _power_all(s, d, seeds["power"], analyses, lambda n=name: tick(n)))
+            )
+    # the estimand: the Spearman rho a study of the chosen puzzles estimates
+    estimands = {"planned": expected_sample_rho(plan_design, s.rho, seed=seeds["power"])}
+    for label, vals in options[1:]:
+        d = _design(planned_queues, np.asarray(vals, dtype=float), el, s.primary_metric, s.missing)
+        estimands[label] = expected_sample_rho(d, s.rho, seed=seeds["power"])
     ref_rows: list[PowerResult] = []
     balance_rows = []
     n_blocks = len(sched.sessions) // sched.block_size
@@ -440,6 +480,7 @@ def run_design(
     if reference is not None:
         rd = _reference_design(reference, s.missing, el, s.primary_metric)
         ref_rows = _power_all(s, rd, seeds["power"], analyses, lambda: tick("reference"))
+        estimands[reference.name] = expected_sample_rho(rd, s.rho, seed=seeds["power"])
         if reference.schedule is not None:
             balance_rows.append(
                 schedule_balance(
@@ -466,10 +507,18 @@ def run_design(
         tick("maximal")
 
     # -- tables ------------------------------------------------------------------------------
+    def with_estimand(design: str, r: PowerResult) -> dict[str, Any]:
+        row = {"design": design, **r.row()}
+        base = design.split(",")[0]
+        if r.analysis == "spearman_bt" and base in estimands and "curved" not in design:
+            row["expected_sample_rho"], row["expected_sample_rho_sd"] = estimands[base]
+        return row
+
     power_tab = pd.DataFrame(
-        [{"design": "planned", **r.row()} for r in planned_rows]
+        [with_estimand("planned", r) for r in planned_rows]
         + ([{"design": "planned", **maximal_row.row()}] if maximal_row else [])
-        + [{"design": reference.name if reference else "", **r.row()} for r in ref_rows]
+        + [with_estimand(name, r) for name, rows in variants for r in rows]
+        + [with_estimand(reference.name, r) for r in ref_rows if reference is not None]
     )
     curve_tab = pd.DataFrame(
         [{"curve": "participants", **r.row()} for r in curve]
@@ -548,12 +597,17 @@ def run_design(
         created_by=f"nonolab design {_version()}",
         participants={"planned": int(n_plan), "stopping_rule": stop},
         selection={
-            "criterion": "D-optimal: det(X'X/K)^(1/q), X = [1, z(log1p(metric))...] over the "
-            "eligible pool",
+            "criterion": CRITERION_TEXT[s.criterion]
+            + (
+                "; at most ceil(K / distinct values) puzzles share a value of the primary metric"
+                if s.spread
+                else ""
+            ),
             "metrics": metrics,
             "constraints": s.constraints.record(),
-            "d_criterion": round(d_opt, 8),
-            "random_median": round(float(np.median(rand)), 8),
+            "d_criterion": round(float(crit.iloc[0]["d_criterion"]), 4),
+            "d_criterion_linear_optimum": round(d_opt, 4),
+            "random_median": round(float(np.median(rand)), 4),
         },
         analyses=tuple(analyses_rec),
         schedule_extra={
@@ -588,6 +642,14 @@ def run_design(
     plan_mod._atomic_write(text, out / "preregistration.md")
     return summary
 
+
+CRITERION_TEXT = {
+    "d_linear": "D-optimal for straight-line effects: det(X'X/K)^(1/q), X = [1, "
+    "z(log1p(metric))...] over the eligible pool (puzzles at the ends of the range)",
+    "d_quadratic": "D-optimal for a quadratic in the primary metric beside the other "
+    "metrics' lines: X = [1, z, z^2 - 1, z(other metrics)...] over the eligible pool (puzzles "
+    "at both ends and in the middle, so that curvature can be seen)",
+}
 
 _MODELS = {
     "spearman_bt": "Spearman rho(BT log-strength of final ratings, {m})",
@@ -647,12 +709,31 @@ def _settings(name: str, s: DesignSettings) -> dict[str, Any]:
 
 
 def _design(
-    queues: np.ndarray, vals: np.ndarray, pool: pd.DataFrame, metric: str, missing: float
+    queues: np.ndarray,
+    vals: np.ndarray,
+    pool: pd.DataFrame,
+    metric: str,
+    missing: float,
+    truth: str = "linear",
 ) -> Design:
     """Return the :class:`Design` of ``queues`` over puzzles with ``metric`` counts ``vals``,
-    latent difficulty on ``pool``'s scale."""
+    latent difficulty on ``pool``'s scale: linear in it, or (``truth`` ``tanh``) in
+    ``tanh`` of it, re-standardised over the pool (:func:`curved`)."""
     scores, z = pool_scales(pool, metric, vals)
+    if truth != "linear":
+        ps, pz = pool_scales(pool, metric, pool[metric].to_numpy(dtype=float))
+        scores, z = curved(scores, ps, truth), curved(z, pz, truth)
     return Design(queues, vals, missing, scores, z)
+
+
+def curved(v: np.ndarray, pool_v: np.ndarray, truth: str = "tanh") -> np.ndarray:
+    """Return the curved truth's latent scale: ``f(v)`` standardised with the mean and SD of
+    ``f`` over the pool's values ``pool_v`` (``f = tanh``: steepest in the middle of the pool,
+    flat at both ends, where a straight-line design puts its puzzles)."""
+    if truth != "tanh":
+        raise ValueError(f"unknown curved truth {truth!r} (known: tanh)")
+    f, fp = np.tanh(v), np.tanh(pool_v)
+    return (f - fp.mean()) / fp.std()
 
 
 #: the fewest sessions a design's schedule holds (whole blocks, each exactly balanced)
