@@ -395,7 +395,32 @@ def effects_from_results(
         "rho": rho,
         "study_metric_sd": study_sd,
         "effect_sources": tuple(sources),
+        "effect_study": _study_facts(root, sat, int(row["n"])),
     }
+
+
+def _study_facts(root: Path, sat: pd.DataFrame, n_rho: int) -> dict[str, Any]:
+    """Return what the sanity checks need of the fitted study: its number of puzzles (of the
+    observed rho), their sizes (``HxW``, from the ingest's puzzle table when present) and
+    its participants (when the ingest's participant table is present)."""
+    out: dict[str, Any] = {"n_puzzles": int(n_rho)}
+    puz = root / "results/ingest/puzzles.parquet"
+    if puz.is_file():
+        try:
+            p = pd.read_parquet(puz, columns=["puzzle_hash", "height", "width"])
+            p = p[p["puzzle_hash"].isin(set(sat["puzzle_hash"]))]
+            out["sizes"] = sorted(
+                {f"{h}x{w}" for h, w in zip(p["height"], p["width"], strict=True)}
+            )
+        except (OSError, ValueError, KeyError):
+            pass
+    part = root / "results/ingest/participants.parquet"
+    if part.is_file():
+        try:
+            out["participants"] = int(len(pd.read_parquet(part, columns=["participant_id"])))
+        except (OSError, ValueError, KeyError):
+            pass
+    return out
 
 
 def merge_effects(
@@ -410,7 +435,7 @@ def merge_effects(
         "rating": dict((from_results or {}).get("rating", {})),
         "behaviour": dict((from_results or {}).get("behaviour", {})),
     }
-    for k in ("rho", "study_metric_sd"):
+    for k in ("rho", "study_metric_sd", "effect_study"):
         if from_results and k in from_results:
             out[k] = from_results[k]
     sources = list((from_results or {}).get("effect_sources", ()))

@@ -134,6 +134,9 @@ class DesignSettings:
     #: SD of log1p(primary metric) over the puzzles of the study the fitted effects came from
     #: (their slopes are per that SD); None: the effects are on the pool's scale
     study_metric_sd: float | None = None
+    #: what is known of the study the fitted effects came from (``n_puzzles``, ``sizes``,
+    #: ``participants``; :func:`nonolab.design.effects.effects_from_results`)
+    effect_study: dict[str, Any] | None = None
 
     def seeds(self) -> dict[str, int]:
         """Return the named seeds derived from :attr:`seed` (selection, schedule, power,
@@ -293,6 +296,7 @@ def run_design(
     pool = load_pool(s.pool, s.pool_metrics, solver=s.solver, encoding=s.encoding)
     el = eligible(pool, s.constraints)
     say(f"pool: {len(pool)} puzzles, {len(el)} eligible")
+    scale_factor = None
     if s.study_metric_sd is not None:  # fitted effects: per SD of the study's puzzles
         from nonolab.design.effects import to_pool_scale
 
@@ -301,6 +305,17 @@ def run_design(
             s.rating, s.behaviour, s.effect_sources, s.study_metric_sd, pool_sd
         )
         s = replace(s, rating=r, behaviour=b, effect_sources=src)
+        scale_factor = pool_sd / s.study_metric_sd
+    from nonolab.design.sanity import effect_checks
+
+    warnings = effect_checks(
+        s,
+        scale_factor=scale_factor,
+        pool_sizes=frozenset(f"{h}x{w}" for h, w in zip(el["height"], el["width"], strict=True)),
+        study=s.effect_study,
+    )
+    for w in warnings:
+        say(f"warning: {w}")
     metrics = list(s.selection_metrics)
     if s.primary_metric not in metrics:
         metrics = [s.primary_metric, *metrics]
@@ -580,9 +595,14 @@ def run_design(
                 "power": power_record(maximal_row, n_plan),
             }
         )
+    reach = (
+        f"the smallest number reaching power {s.target_power} for the primary analysis ({n_min})"
+        if planned is not None
+        else f"no design searched (up to {4 * max(s.participants)} participants) reaches power "
+        f"{s.target_power} for the primary analysis; the largest planned size ({n_min})"
+    )
     stop = (
-        f"Stop after {n_plan} complete sessions: the smallest number reaching power "
-        f"{s.target_power} for the primary analysis ({n_min}), rounded up to whole blocks of "
+        f"Stop after {n_plan} complete sessions: {reach}, rounded up to whole blocks of "
         f"{sched.block_size} sessions (each block is exactly position-balanced). Sessions that "
         "end incomplete or are excluded are replaced by serving the same schedule entry to "
         "the next participant. No interim analyses."
@@ -627,6 +647,7 @@ def run_design(
         "reached_target": planned is not None,
         "schedule_method": sched.method,
         "block_size": sched.block_size,
+        "warnings": warnings,
     }
     write_json(summary, out / "design.json")
     text = preregistration(
@@ -638,6 +659,7 @@ def run_design(
         balance_table(balance_rows),
         pd.DataFrame(smallest_rows),
         reference_preset,
+        warnings,
     )
     plan_mod._atomic_write(text, out / "preregistration.md")
     return summary

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from nonolab.cli.options import grid_size, positive_int
@@ -88,14 +89,24 @@ def _run(args: argparse.Namespace) -> int:
             participants=args.reference_participants,
         )
     with Progress(None, "design") as bar:
+
+        def log(message: str) -> None:
+            # a terminal shows the note on the progress line; a log file gets one line each
+            if bar.enabled and not message.startswith("warning:"):
+                bar.set_note(message)
+            else:
+                print(f"design: {message}", file=sys.stderr, flush=True)
+
+        def step(i: int, n: int, note: str) -> None:
+            bar.total = n
+            bar.update(note=note)
+            if not bar.enabled:
+                print(f"design: power {i}/{n} {note}", file=sys.stderr, flush=True)
+
         summary = run_design(
-            s,
-            args.out,
-            reference=ref,
-            reference_preset=args.reference_preset,
-            log=lambda m: bar.set_note(m),
-            progress=lambda i, n, note: (setattr(bar, "total", n), bar.update(note=note)),
-        )
+            s, args.out, reference=ref, reference_preset=args.reference_preset,
+            log=log, progress=step,
+        )  # fmt: skip
     if not args.no_figures:
         write_design_figures(args.out, s.target_power)
     out = Path(args.out)
