@@ -69,6 +69,9 @@ def _run(args: argparse.Namespace) -> int:
         lmm_replications=args.lmm_replications,
         maximal_replications=args.maximal_replications,
         maximal_df=args.maximal_df,
+        boundary=args.boundary,
+        criterion=args.criterion,
+        spread=not args.allow_ties,
         random_selections=args.random_selections,
         seed=args.seed,
         name=args.name,
@@ -223,6 +226,28 @@ def register(sub: argparse._SubParsersAction) -> None:
         choices=("satterthwaite", "kenward_roger"),
         default="satterthwaite",
         help="df of the maximal model's test (default: %(default)s)",
+    )
+    p.add_argument(
+        "--boundary",
+        choices=("not_significant", "lmertest"),
+        default="not_significant",
+        help="how a mixed-model fit with a variance component at 0 is tested: counted as not "
+        "significant (the pipeline: no Satterthwaite df) or with the df of the model without "
+        "it (lmerTest); the power under the other is reported too (default: %(default)s)",
+    )
+    p.add_argument(
+        "--criterion",
+        choices=("d_quadratic", "d_linear"),
+        default="d_quadratic",
+        help="puzzle selection: D-optimal for a quadratic in the metric (puzzles over the "
+        "range, curvature visible) or for straight lines (puzzles at the extremes) "
+        "(default: %(default)s)",
+    )
+    p.add_argument(
+        "--allow-ties",
+        action="store_true",
+        help="let selected puzzles share a value of the primary metric freely (default: at "
+        "most ceil(K / distinct values in the pool) per value)",
     )
     p.add_argument(
         "--random-selections",
