@@ -113,3 +113,30 @@ def test_maximal_runs_and_reports() -> None:
     assert r.replications == 6 and 0 <= r.rejections + r.failed <= 6
     lo, hi = r.interval()
     assert 0 <= lo <= r.power <= hi <= 1
+
+
+@pytest.mark.parametrize("k", [6, 12, 24])
+def test_expected_sample_rho_is_the_spearman_over_the_chosen_puzzles(k: int) -> None:
+    """The estimand over the chosen puzzles, against scipy's spearmanr of latent difficulty
+    drawn here by the model's formula; puzzles at the extremes of the pool give a larger
+    expected sample rho than the pool's, puzzles spread like the pool about the pool's."""
+    from scipy import stats as st_
+
+    from nonolab.design.power import expected_sample_rho
+    from nonolab.stats.power import pearson_for_spearman
+
+    rng = np.random.default_rng(k)
+    metric = np.sort(rng.integers(0, 50, k)).astype(float)
+    ends = np.where(np.arange(k) < k // 2, -1.8, 1.8)
+    d = Design(balanced_schedule(k, 3, k, 0).sessions, metric, 0.1, ends, ends)
+    mean, sd = expected_sample_rho(d, 0.6, draws=4000, seed=1)
+    r = pearson_for_spearman(0.6)
+    ref = [
+        st_.spearmanr(r * ends + math.sqrt(1 - r * r) * rng.standard_normal(k), metric)[0]
+        for _ in range(800)
+    ]
+    assert abs(mean - np.nanmean(ref)) < 4 * sd * math.sqrt(1 / 4000 + 1 / 800)
+    assert mean > 0.6
+    spread = Design(d.queues, np.arange(k, dtype=float), 0.1)  # normal scores of the ranks
+    m2, _ = expected_sample_rho(spread, 0.6, draws=4000, seed=1)
+    assert m2 < mean and abs(m2 - 0.6) < 0.1

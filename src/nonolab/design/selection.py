@@ -250,6 +250,11 @@ def eligible(pool: pd.DataFrame, constraints: Constraints) -> pd.DataFrame:
 # criterion and exchange
 
 
+#: with ``distinct``, at most one selected puzzle in this many shares a value of the primary
+#: metric (24 puzzles: at most 3 with the same value; the straight-line D-optimum of the public
+#: pool has 8 with 0 conflicts)
+TIE_SHARE = 8
+
 #: selection criteria: D-optimal for straight-line effects of the metrics (puzzles at the
 #: extremes), or for a quadratic in the first (primary) metric beside the others' lines
 #: (puzzles also in the middle of the range, so that curvature can be seen)
@@ -316,7 +321,12 @@ def _exchange(
                 taken |= np.isin(values, u[c >= cap])
             gain[taken] = -np.inf
             j = int(np.argmax(gain))
-            if gain[j] > cur + 1e-10 * max(1.0, abs(cur)):
+            better = (
+                gain[j] > cur + 1e-10 * max(1.0, abs(cur))
+                if np.isfinite(cur)
+                else np.isfinite(gain[j])  # from a singular selection any regular one is better
+            )
+            if better:
                 sel[i] = j
                 improved = True
         if not improved:
@@ -333,13 +343,14 @@ def select_puzzles(
     starts: int = 20,
     criterion: str = "d_linear",
     distinct: bool = False,
+    max_tied: int | None = None,
 ) -> np.ndarray:
     """Return the row positions in ``pool`` (already :func:`eligible`) of the K puzzles that
     maximise :func:`d_criterion` of :func:`design_matrix` for ``metrics`` and ``criterion``
     (Fedorov exchange from ``starts`` seeded random starts; the best kept, ties by the lowest
-    sorted positions); ``distinct``: as few ties as the pool allows in the primary (first)
-    metric: at most ``ceil(K / distinct values in the pool)`` selected puzzles share a value
-    (1 when the pool has K distinct values). Raises :class:`SelectionError` when the pool has
+    sorted positions); ``distinct``: few ties in the primary (first) metric: at most
+    ``ceil(K / TIE_SHARE)`` selected puzzles share a value (``max_tied`` when given), or the
+    fewest the pool allows, ``ceil(K / distinct values in the pool)``, when that is more. Raises :class:`SelectionError` when the pool has
     fewer than ``k`` puzzles or ``k`` is below the number of parameters."""
     X = design_matrix(pool, metrics, criterion)
     n, q = X.shape
@@ -349,7 +360,7 @@ def select_puzzles(
     cap = 1
     if values is not None:
         u, c = np.unique(values, return_counts=True)
-        cap = -(-k // len(u))
+        cap = max(-(-k // len(u)), -(-k // TIE_SHARE) if max_tied is None else max_tied)
         while np.minimum(c, cap).sum() < k:  # values with few puzzles: a higher cap
             cap += 1
     if k < q:

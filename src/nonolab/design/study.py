@@ -619,7 +619,7 @@ def run_design(
         selection={
             "criterion": CRITERION_TEXT[s.criterion]
             + (
-                "; at most ceil(K / distinct values) puzzles share a value of the primary metric"
+                "; at most ceil(K / 8) puzzles (or the fewest the pool allows) share a value"
                 if s.spread
                 else ""
             ),

@@ -247,7 +247,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--allow-ties",
         action="store_true",
         help="let selected puzzles share a value of the primary metric freely (default: at "
-        "most ceil(K / distinct values in the pool) per value)",
+        "most ceil(K / 8) per value, or the fewest the pool allows)",
     )
     p.add_argument(
         "--random-selections",
