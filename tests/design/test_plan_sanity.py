@@ -116,6 +116,9 @@ def test_defaults_are_compared_with_the_public_study() -> None:
     (w,) = [w for w in warn if w.startswith("Default effect sizes")]
     assert f"{PUBLIC_STUDY['rating.metric_slope']:.3f}" in w and "opposite sign" in w
     assert f"{0.6 * 0.6:.2f}" in w
+    # effects a user gave (--effects, no sources recorded) are not the defaults
+    mine = replace(DesignSettings(pool="p"), rating=RatingModel(metric_strength=0.2))
+    assert not any(w.startswith("Default effect sizes") for w in effect_checks(mine))
 
 
 @pytest.mark.parametrize("text", ["a*b_c", "[x](y)", "# h", "a|b", "`x`", "<b>"])

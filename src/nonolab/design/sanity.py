@@ -216,7 +216,9 @@ def effect_checks(
             f"metric's slope on ratings is {d['H2_rating']}; the hypotheses follow each effect's "
             "sign, so they point in opposite directions."
         )
-    if not fitted:
+    from nonolab.design.power import BehaviourModel, RatingModel
+
+    if r == RatingModel() and b == BehaviourModel():  # neither fitted nor given: the defaults
         used = values["rating.metric_slope"]
         pub = PUBLIC_STUDY["rating.metric_slope"]
         out.append(
