@@ -163,6 +163,8 @@ def test_known_tables_give_the_exact_overrides(tmp_path) -> None:
     assert e["study_metric_sd"] == pytest.approx(math.log(2), rel=1e-12)
     # what the sanity checks need: the number of puzzles the observed rho came from
     assert e["effect_study"]["n_puzzles"] == 6
+    est = e["effect_study"]["estimates"]
+    assert est["rating.metric_slope"] == [0.3, 0.1] and est["rating.interaction"] == [-0.12, 0.1]
     src = {s["field"]: s for s in e["effect_sources"]}
     fields = {f"rating.{k}" for k in want} | {f"behaviour.{k}" for k in e["behaviour"]}
     assert set(src) == fields | {"rho", "metric_sd"}

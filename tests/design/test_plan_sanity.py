@@ -101,13 +101,20 @@ def test_the_reviewed_pilot_is_warned_about() -> None:
         s,
         scale_factor=5.85,
         pool_sizes=frozenset({"10x10"}),
-        study={"n_puzzles": 6, "sizes": ["8x8"]},
+        study={
+            "n_puzzles": 6,
+            "sizes": ["8x8"],
+            "estimates": {"rating.metric_slope": [0.090, 0.213], "rating.interaction": [-0.3, 0.1]},
+        },
     )
     text = " ".join(warn)
     assert "5.18" in text and "-3.15" in text and "5.85" in text
     assert "8x8" in text and "10x10" in text
     assert "only 6 puzzles" in text and "95% interval" in text
     assert "contradict one another" in text
+    # the slope's interval spans 0 (0.090, SE 0.213: -0.33 to 0.51); the interaction's does not
+    assert "metric slope 0.090 (SE 0.213; 95% interval -0.33 to 0.51" in text
+    assert "fitted interaction" not in text
     assert not any("Default effect sizes" in w for w in warn)
 
 

@@ -281,9 +281,15 @@ def effects_from_results(
         "var_residual": "var_residual",
     }
     got: dict[str, tuple[float, int, str]] = {}
+    fitted_se: dict[str, list[float]] = {}  # estimate and SE of the slopes (study units)
     for name, term in terms.items():
         row, line, key = _row(root, MODERATION, mod, alignment=alignment, metric=metric, term=term)
         got[name] = (_value(root, MODERATION, row, line, "coef"), line, key + ", coef")
+        if name in ("slope", "interaction") and "se" in row:
+            se = float(row["se"])
+            if math.isfinite(se) and se > 0:
+                label = {"slope": "rating.metric_slope", "interaction": "rating.interaction"}
+                fitted_se[label[name]] = [got[name][0], se]
 
     def used(*names: str) -> list[tuple[int, str]]:
         return [(got[n][1], got[n][2]) for n in names]
@@ -395,7 +401,7 @@ def effects_from_results(
         "rho": rho,
         "study_metric_sd": study_sd,
         "effect_sources": tuple(sources),
-        "effect_study": _study_facts(root, sat, int(row["n"])),
+        "effect_study": _study_facts(root, sat, int(row["n"])) | {"estimates": fitted_se},
     }
 
 

@@ -208,6 +208,15 @@ def effect_checks(
             f"{int(n_puz)} puzzles{span}: the study is powered for a value that could be far "
             "from the truth; consider --rho with a smaller, defensible value."
         )
+    names = {"rating.metric_slope": "metric slope", "rating.interaction": "interaction"}
+    for field, (est, se) in sorted((study.get("estimates") or {}).items()):
+        lo, hi = est - 1.959964 * se, est + 1.959964 * se
+        if lo < 0 < hi:
+            out.append(
+                f"The fitted {names.get(field, field)} {est:.3f} (SE {se:.3f}; 95% interval "
+                f"{lo:.2f} to {hi:.2f}, in the fitted study's units) is compatible with no effect "
+                "and with effects of either sign; the plan uses its point estimate."
+            )
     d = directions(s)
     signs = {v for k, v in d.items() if k in ("H1", "H2_rating") and v != "zero"}
     if len(signs) > 1:
