@@ -37,6 +37,9 @@ def test_design_writes_a_plan_and_is_deterministic(study_dir, tmp_path, capsys) 
         assert 0 <= a_["power"]["counted_not_significant"]["share"] <= 1
         if a_["kind"] != "spearman_bt":
             assert "power_lmertest_convention" in a_["power"] and "boundary_share" in a_["power"]
+    prim = plan.analyses[0]["power"]
+    assert -1 <= prim["expected_sample_rho"] <= 1 and "pool" in prim["estimand"]
+    assert "not significant" in plan.analyses[1]["test"]
     text = (a / "preregistration.md").read_text()
     for section in ("## 1. Data collection", "## 2. Hypotheses", "## 3. Dependent variables",
                     "## 4. Conditions and design", "## 5. Analyses",
@@ -47,7 +50,7 @@ def test_design_writes_a_plan_and_is_deterministic(study_dir, tmp_path, capsys) 
         assert section in text, section
     assert "# Pre-registration: next-study" not in text and "{'" not in text
     assert "expected sample rho planned:" in text and "curved truth" in text
-    assert "lmerTest" in text and "never meet" in text
+    assert "lmerTest" in text and "puzzle pairs meets in a session" in text
     # the reference is the sessions the public study served (exposures 28/36/29/34/31/43)
     bal = pd.read_csv(a / "tables" / "design_balance.csv")
     served = bal[bal["design"] == "paper: sessions actually served"].iloc[0]

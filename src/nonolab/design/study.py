@@ -565,6 +565,7 @@ def run_design(
         for i, (_, row) in enumerate(sel.iterrows())
     ]
     power_by = {r.analysis: r for r in planned_rows}
+    est_mean, est_sd = estimands["planned"]
     analyses_rec = []
     for name, kind, role, family in ANALYSES:
         r = power_by[name]
@@ -575,10 +576,19 @@ def run_design(
                 "role": role,
                 "family": family,
                 "model": _MODELS[name].format(m=s.primary_metric),
-                "test": _TESTS[name],
+                "test": _test_text(name, s),
                 "alpha": s.alpha,
                 "settings": _settings(name, s),
-                "power": power_record(r, n_plan),
+                "power": power_record(r, n_plan)
+                | (
+                    {
+                        "estimand": f"population (pool) Spearman rho {s.rho:g}",
+                        "expected_sample_rho": round(est_mean, 2),
+                        "expected_sample_rho_sd": round(est_sd, 2),
+                    }
+                    if name == "spearman_bt"
+                    else {}
+                ),
             }
         )
     if maximal_row is not None:
@@ -691,6 +701,20 @@ _TESTS = {
     "behaviour_lmm": "REML; two-sided t test of the metric slope with Satterthwaite df",
     "moderation_lmm": "REML; two-sided t test of metric:expertise with Satterthwaite df",
 }
+
+
+def _test_text(name: str, s: DesignSettings) -> str:
+    """Return the planned test of analysis ``name`` with the conventions that decide it."""
+    if name == "spearman_bt":
+        return _TESTS[name] + (
+            "; no Bradley-Terry estimate (win graph not strongly connected): not significant"
+        )
+    if s.boundary == "lmertest":
+        return _TESTS[name] + (
+            "; a fit with a variance component at 0 is tested with the df of the model without "
+            "it (lmerTest's convention)"
+        )
+    return _TESTS[name] + "; a fit with a variance component at 0 (no df): not significant"
 
 
 def power_record(r: PowerResult, participants: int) -> dict[str, Any]:
