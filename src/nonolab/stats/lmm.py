@@ -23,7 +23,8 @@ Public entry points:
 * :func:`reml_fit_arrays` (direct REML fit on arrays: simulations, and a bootstrap refit the
   batched fit leaves);
 * :func:`reml_fit_batch` (REML fits of many responses with one design: the bootstrap refits,
-  from :func:`simulate_responses`).
+  from :func:`simulate_responses`; or each with its own rows and fixed effects, ``keep``: the
+  design's independent power simulations).
 
 The bootstrap refits share the design, so the design's share of the sufficient statistics is
 computed once and the profiled criterion, with its exact gradient and Hessian in the relative
@@ -1301,6 +1302,8 @@ def satterthwaite_df_batch(
     is on the boundary (below 1e-6 of the residual variance) or the Hessian is singular. The
     sufficient statistics of all responses are built in one pass (:class:`_CrossBatch`, the
     layout of :class:`_Cross`); per response only the O(m^3) derivative algebra remains.
+    ``keep`` (B x n booleans) and ``X`` of B x n x p: each response's own rows and fixed
+    effects, as :func:`reml_fit_batch` takes them.
     """
     import dataclasses
 
