@@ -140,3 +140,36 @@ def test_expected_sample_rho_is_the_spearman_over_the_chosen_puzzles(k: int) -> 
     spread = Design(d.queues, np.arange(k, dtype=float), 0.1)  # normal scores of the ranks
     m2, _ = expected_sample_rho(spread, 0.6, draws=4000, seed=1)
     assert m2 < mean and abs(m2 - 0.6) < 0.1
+
+
+def test_maximal_replications_are_independent_and_fitted_as_fit_general() -> None:
+    """Each maximal-structure replication has its own expertise and missing ratings (its own
+    rows), and the power's warm-started fit of a replication gives the estimate and
+    Satterthwaite p of fit_general on that replication's data."""
+    from nonolab.design.power import _maximal_draw
+    from nonolab.stats.lmm_general import RandomTerm, fit_general
+
+    d = _design(8, 24, 2, 0.15)
+    model = RatingModel(interaction=0.2)
+    rng = np.random.default_rng(0)
+    draws = [_maximal_draw(d, model, rng) for _ in range(3)]
+    assert len({len(y) for y, *_ in draws}) > 1 or not np.allclose(draws[0][1], draws[1][1])
+    assert not np.allclose(draws[0][1][:5, 2], draws[1][1][:5, 2])  # expertise redrawn
+    # the power's own fits of its first two replications, against fit_general
+    seed = 3
+    r = maximal_power(d, 2, seed, model)
+    rng = np.random.default_rng(np.random.SeedSequence([seed, 24, 8, 9]))
+    est = []
+    for _ in range(2):
+        y, X, pc, qc = _maximal_draw(d, model, rng)
+        data = pd.DataFrame(
+            {"y": y, "metric": X[:, 1], "expertise": X[:, 2],
+             "participant_id": pc.astype(str), "puzzle_hash": qc.astype(str)}
+        )  # fmt: skip
+        f = fit_general(
+            data,
+            "y ~ metric * expertise",
+            (RandomTerm("participant_id", ("1", "metric")), RandomTerm("puzzle_hash")),
+        )
+        est.append(f.params["metric:expertise"])
+    assert r.extra["mean_estimate"] == pytest.approx(np.mean(est), abs=1e-5)

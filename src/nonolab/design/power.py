@@ -55,6 +55,7 @@ import numpy as np
 from scipy import special, stats
 
 from nonolab.stats.lmm import (
+    _single_thread_blas,
     reml_fit_arrays,
     reml_fit_batch,
     satterthwaite_df_batch,
@@ -637,6 +638,44 @@ def lmm_power(
     )
 
 
+def _maximal_draw(
+    design: Design, model: RatingModel, rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Return one independent replication of the maximal model's data: ``(y, X, participant,
+    puzzle)`` over its kept rows (its own expertise, z-scored over participants, its own
+    missing ratings, puzzle effects, correlated participant intercepts and metric slopes and
+    rating noise); ``X`` = ``[1, metric, expertise, metric x expertise]`` with the pipeline's
+    metric covariate."""
+    q = design.queues
+    n_i, m = q.shape
+    k = design.n_puzzles
+    x = metric_covariate(design.metric)
+    xl = design.latent_z
+    pc = np.repeat(np.arange(n_i), m)
+    qc = q.ravel()
+    e = rng.standard_normal(n_i)
+    if n_i > 1 and e.std() > 0:
+        e = (e - e.mean()) / e.std()
+    keep = rng.random(len(qc)) >= design.missing
+    s = model.metric_strength
+    d = model.difficulty_sd * (s * xl + math.sqrt(1 - s * s) * rng.standard_normal(k))
+    c = model.slope_corr * model.participant_sd * model.slope_sd
+    cov = np.array([[model.participant_sd**2, c], [c, model.slope_sd**2]])
+    u = rng.multivariate_normal(np.zeros(2), cov, size=n_i, method="cholesky")
+    latent = (
+        model.rating_mean
+        + d[qc]
+        + (model.expertise_effect * e)[pc]
+        + model.interaction * (xl[qc] * e[pc])
+        + u[pc, 0]
+        + u[pc, 1] * xl[qc]
+    )
+    y = _ratings(latent, model, rng)[keep]
+    X = np.column_stack([np.ones(len(qc)), x[qc], e[pc], x[qc] * e[pc]])[keep]
+    return y, X, pc[keep], qc[keep]
+
+
+@_single_thread_blas
 def maximal_power(
     design: Design,
     replications: int,
@@ -649,85 +688,72 @@ def maximal_power(
     """Return the power of the metric x expertise interaction under the maximal structure
     ``(1 + metric | participant) + (1 | puzzle)`` (correlated), responses simulated with the
     model's participant slopes (``slope_sd``, ``slope_corr``); ``method``: ``satterthwaite``
-    or ``kenward_roger`` df. One :func:`~nonolab.stats.lmm_general.refit` per replication, warm
-    from the fit of the first (seed ``[seed, N, K, 9]``)."""
+    or ``kenward_roger`` df. Every replication is independent (:func:`_maximal_draw`: its own
+    expertise and missing ratings, so its own rows); the first is fitted by
+    :func:`~nonolab.stats.lmm_general.fit_general`, the others warm-started from its optimum
+    (as :func:`~nonolab.stats.lmm_general.refit`, on their own rows). Seed ``[seed, N, K,
+    9]``."""
     import pandas as pd
 
-    from nonolab.stats.lmm_general import RandomTerm, fit_general, refit
+    from nonolab.stats.lmm_general import RandomTerm, _fit_arrays, _Term, fit_general
 
     model = model or RatingModel()
     rng = np.random.default_rng(_seed(seed, design.n_participants, design.n_puzzles, 9))
-    q = design.queues
-    n_i, m = q.shape
-    k = design.n_puzzles
-    x = metric_covariate(design.metric)
-    xl = design.latent_z
-    pc = np.repeat(np.arange(n_i), m)
-    qc = q.ravel()
-    e = rng.standard_normal(n_i)
-    e = (e - e.mean()) / e.std()
-    keep = rng.random(len(qc)) >= design.missing
-    s = model.metric_strength
-    n_r = replications
-    d = model.difficulty_sd * (s * xl + math.sqrt(1 - s * s) * rng.standard_normal((n_r, k)))
-    cov = np.array(
-        [
-            [model.participant_sd**2, model.slope_corr * model.participant_sd * model.slope_sd],
-            [model.slope_corr * model.participant_sd * model.slope_sd, model.slope_sd**2],
-        ]
-    )
-    u = rng.multivariate_normal(np.zeros(2), cov, size=(n_r, n_i), method="cholesky")
-    latent = (
-        model.rating_mean
-        + d[:, qc]
-        + (model.expertise_effect * e)[pc]
-        + model.interaction * (xl[qc] * e[pc])
-        + u[:, pc, 0]
-        + u[:, pc, 1] * xl[qc]
-    )
-    Y = _ratings(latent, model, rng)[:, keep]
-    data = pd.DataFrame(
-        {
-            "y": Y[0],
-            "metric": x[qc][keep],
-            "expertise": e[pc][keep],
-            "participant_id": pc[keep].astype(str),
-            "puzzle_hash": qc[keep].astype(str),
-        }
-    )
-    terms = (
-        RandomTerm("participant_id", ("1", "metric")),
-        RandomTerm("puzzle_hash"),
-    )
-    first = fit_general(data, "y ~ metric * expertise", terms)
+    names = ["Intercept", "metric", "expertise", "metric:expertise"]
+    formula = "y ~ metric * expertise"
+    specs = (RandomTerm("participant_id", ("1", "metric")), RandomTerm("puzzle_hash"))
     term = "metric:expertise"
     rej = failed = 0
-    est = []
-    for b in range(n_r):
+    est: list[float] = []
+    sig: list[bool] = []
+    start = None
+    for b in range(replications):
+        y, X, pc, qc = _maximal_draw(design, model, rng)
         try:
-            f = first if b == 0 else refit(first, Y[b])
+            if start is None:
+                data = pd.DataFrame(
+                    {"y": y, "metric": X[:, 1], "expertise": X[:, 2],
+                     "participant_id": pc.astype(str), "puzzle_hash": qc.astype(str)}
+                )  # fmt: skip
+                f = fit_general(data, formula, specs)
+                start = f._theta_scaled
+            else:
+                tdata = []
+                for spec, codes_raw in zip(specs, (pc, qc), strict=True):
+                    vals = X[:, :2] if len(spec.columns) == 2 else X[:, :1]
+                    scale = np.sqrt(np.mean(vals**2, axis=0))
+                    scale[scale == 0] = 1.0
+                    codes = np.unique(codes_raw, return_inverse=True)[1]
+                    tdata.append(_Term(codes, vals / scale, scale, int(codes.max()) + 1, spec))
+                f = _fit_arrays(y, X, names, tuple(tdata), formula, True, start, ())
             t = f.satterthwaite(term) if method == "satterthwaite" else f.kenward_roger(term)
             est.append(t.estimate)
-            if np.isfinite(t.p) and t.p < alpha:
-                rej += 1
-            elif not np.isfinite(t.p):
-                failed += 1
+            ok = bool(np.isfinite(t.p) and t.p < alpha)
+            rej += ok
+            failed += not np.isfinite(t.p)
+            sig.append(ok)
         except (np.linalg.LinAlgError, ValueError, FloatingPointError):
             failed += 1
-        if progress is not None and ((b + 1) % 50 == 0 or b + 1 == n_r):
-            progress(b + 1, n_r)
+            sig.append(False)
+        if progress is not None and ((b + 1) % 50 == 0 or b + 1 == replications):
+            progress(b + 1, replications)
+    chunk = 100
+    counts = tuple(int(sum(sig[i : i + chunk])) for i in range(0, len(sig), chunk))
     return PowerResult(
         f"moderation_maximal_{method}",
-        n_i,
-        k,
-        m,
+        design.n_participants,
+        design.n_puzzles,
+        design.per_session,
         model.interaction,
-        n_r,
+        replications,
         rej,
         failed,
         alpha,
         seed,
         {"mean_estimate": float(np.mean(est)) if est else float("nan")},
+        undefined_reason="fit failed or no df",
+        chunk=chunk,
+        chunk_rejections=counts,
     )
 
 
