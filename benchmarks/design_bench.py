@@ -8,8 +8,10 @@ participant counts ``--participants`` (default 30, 60, 90, 120, 150). Parts:
 
 1. **Engine curve** (the <= 60 s target): :func:`nonolab.design.power.lmm_power` for the
    moderation model (random intercepts, Satterthwaite) at every participant count x ``--sims``
-   simulations (default 1,000), the engine's own model (ratings on the 1-5 scale, covariates
-   redrawn every 100 replications), BLAS on one thread.
+   simulations (default 1,000), the engine's own model (ratings on the 1-5 scale, every
+   replication its own expertise and missing ratings), BLAS on one thread; beside it, in the same
+   run, the previous shortcut (one covariate draw per 100 replications, one shared design per
+   batch) as the cost baseline. ``--engine-only`` stops after this part.
 2. **Same curve, nonolab vs the R loop** on one fixed design per participant count (expertise
    drawn once, no missing ratings) and Gaussian responses simulated from the planning model
    (what simr's ``simulate`` does from a fitted lme4 model): nonolab fits all ``--sims``
@@ -111,8 +113,42 @@ def gaussian_responses(
     )
 
 
+def shared_draw_power(d: Design, sims: int, seed: int, chunk: int = 100) -> tuple[float, float]:
+    """Return (power, seconds) of the moderation model with the previous engine's shortcut:
+    one draw of expertise and missing ratings per ``chunk`` replications, so that each chunk
+    is one shared design (the baseline of the independent replications' cost)."""
+    from nonolab.design.power import lmm_tests, metric_covariate
+
+    rng = np.random.default_rng(seed)
+    model, rej, t = RatingModel(), 0, time.perf_counter()
+    q = d.queues
+    n_i, m = q.shape
+    pc, qc = np.repeat(np.arange(n_i), m), q.ravel()
+    x, xl = metric_covariate(d.metric), d.latent_z
+    s = model.metric_strength
+    rel = np.array([model.participant_sd, model.difficulty_sd * math.sqrt(1 - s * s)])
+    rel = rel / model.residual_sd
+    for done in range(0, sims, chunk):
+        n = min(chunk, sims - done)
+        e = rng.standard_normal(n_i)  # one draw of expertise and missing ratings per chunk
+        e = (e - e.mean()) / e.std()
+        keep = rng.random(len(qc)) >= d.missing
+        dd = model.difficulty_sd * (s * xl + math.sqrt(1 - s * s) * rng.standard_normal((n, K)))
+        latent = (
+            model.rating_mean + dd[:, qc] + model.expertise_effect * e[pc]
+            + model.interaction * xl[qc] * e[pc]
+            + rng.normal(0.0, model.participant_sd, (n, n_i))[:, pc]
+            + rng.normal(0.0, model.residual_sd, (n, len(qc)))
+        )  # fmt: skip
+        Y = np.clip(np.floor(latent + 0.5), 1, 5)[:, keep]
+        X = np.column_stack([np.ones(len(qc)), x[qc], e[pc], x[qc] * e[pc]])[keep]
+        r = lmm_tests(Y, X, [pc[keep], qc[keep]], 3, start=rel)
+        rej += int((np.nan_to_num(r.p, nan=1.0) < 0.05).sum())
+    return rej / sims, time.perf_counter() - t
+
+
 def engine_curve(participants: list[int], sims: int, seed: int) -> dict[str, Any]:
-    rows, total = [], 0.0
+    rows, total, base_total = [], 0.0, 0.0
     metric = _metric(seed)
     for n in participants:
         d = Design(balanced_schedule(K, M, n, seed).sessions, metric, 0.1)
@@ -120,9 +156,21 @@ def engine_curve(participants: list[int], sims: int, seed: int) -> dict[str, Any
         r = lmm_power("moderation_lmm", d, sims, seed, RatingModel())
         dt = time.perf_counter() - t
         total += dt
-        rows.append({**r.row(), "seconds": dt})
-        print(f"engine N={n}: power {r.power:.3f} in {dt:.1f} s")
-    return {"rows": rows, "seconds": total}
+        base_power, base_dt = shared_draw_power(d, sims, seed)
+        base_total += base_dt
+        rows.append(
+            {
+                **r.row(),
+                "seconds": dt,
+                "shared_draw_power": base_power,
+                "shared_draw_seconds": base_dt,
+            }
+        )
+        print(
+            f"engine N={n}: power {r.power:.3f} in {dt:.1f} s (independent replications); "
+            f"{base_power:.3f} in {base_dt:.1f} s (one covariate draw per 100)"
+        )
+    return {"rows": rows, "seconds": total, "shared_draw_seconds": base_total}
 
 
 def versus_r(participants: list[int], sims: int, r_sims: int, seed: int) -> dict[str, Any]:
@@ -195,12 +243,17 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--calibration-studies", type=int, default=300)
     ap.add_argument("--seed", type=int, default=20261205)
     ap.add_argument("--out", default=str(REPO / "results" / "bench" / "design.json"))
+    ap.add_argument("--engine-only", action="store_true", help="only part 1 (engine curve)")
     args = ap.parse_args(argv)
     ns = [int(x) for x in args.participants.split(",")]
     record: dict[str, Any] = {"design": {"puzzles": K, "per_session": M, "participants": ns}}
     with threadpool_limits(1):
         record["engine_curve"] = engine_curve(ns, args.sims, args.seed)
         print(f"engine curve: {record['engine_curve']['seconds']:.1f} s (target <= 60 s)")
+        if args.engine_only:
+            write_json(record, args.out)
+            print(f"wrote {args.out}")
+            return 0
         record["versus_r"] = versus_r(ns, args.sims, args.r_sims, args.seed)
         if args.maximal_sims:
             metric = _metric(args.seed)

@@ -161,6 +161,10 @@ def test_known_tables_give_the_exact_overrides(tmp_path) -> None:
     )
     assert e["rho"] == 0.4
     assert e["study_metric_sd"] == pytest.approx(math.log(2), rel=1e-12)
+    # what the sanity checks need: the number of puzzles the observed rho came from
+    assert e["effect_study"]["n_puzzles"] == 6
+    est = e["effect_study"]["estimates"]
+    assert est["rating.metric_slope"] == [0.3, 0.1] and est["rating.interaction"] == [-0.12, 0.1]
     src = {s["field"]: s for s in e["effect_sources"]}
     fields = {f"rating.{k}" for k in want} | {f"behaviour.{k}" for k in e["behaviour"]}
     assert set(src) == fields | {"rho", "metric_sd"}
@@ -261,7 +265,7 @@ def _simulated_fit(analysis: str, model: RatingModel, beh: BehaviourModel, reps:
     k, n = 24, 240
     metric = rng.integers(0, 200, k).astype(float)
     design = Design(balanced_schedule(k, 3, n, 0).sessions[:n], metric, missing=0.0)
-    Y, X, codes, _, rel = _lmm_chunk(analysis, design, model, beh, reps, rng)
+    Y, X, codes, _, rel, _ = _lmm_chunk(analysis, design, model, beh, reps, rng)
     b, _, v, _, ok = reml_fit_batch(Y, X, codes, start=rel)
     assert ok.all()
     return b.mean(axis=0), v.mean(axis=0)
@@ -403,13 +407,17 @@ def test_design_runs_with_effects_from_the_example(example_results, study_dir, t
     }
     text = (out / "preregistration.md").read_text()
     assert "rating.interaction = " in text
-    assert f"results/tables/moderation.csv of {example_results} line" in text
-    assert f"fitted on study {EXAMPLE}" in text
-    assert f"behaviour.slope = 0.25: given in {effects}" in text
+    # user strings (paths) are escaped for Markdown
+    from nonolab.design.prereg import _md
+
+    assert _md(f"results/tables/moderation.csv of {example_results} line") in text
+    assert _md(f"fitted on study {EXAMPLE}") in text
+    assert _md(f"behaviour.slope = 0.25: given in {effects}") in text
     side = json.loads((out / "tables" / "design_power.provenance.json").read_text())
     assert str(example_results / MODERATION) in side["inputs"]
     assert str(example_results / TABLE1) in side["inputs"] and str(effects) in side["inputs"]
-    power = pd.read_csv(out / "tables" / "design_power.csv").set_index("analysis")
+    power = pd.read_csv(out / "tables" / "design_power.csv")
+    power = power[power["design"] == "planned"].set_index("analysis")
     assert power.loc["moderation_lmm", "effect"] == pytest.approx(mod["interaction"])
     assert power.loc["spearman_bt", "effect"] == pytest.approx(e["rho"])
     # --rho given on the command line wins over the observed rho

@@ -94,3 +94,37 @@ def test_paper_schedule_is_unbalanced_where_ours_is_not(study_dir) -> None:
     assert p["position_max"] - p["position_min"] > 1
     assert ours["position_max"] == ours["position_min"] == 8
     assert ours["exposures_max"] == ours["exposures_min"] == 24
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(2, 30), st.data(), st.integers(0, 2**31))
+def test_design_schedule_is_balanced_at_every_whole_block_to_600(k: int, data, seed: int) -> None:
+    """The schedule a design serves (:func:`schedule_length` sessions, never cycled) is exactly
+    position-balanced after every whole block up to at least 600 sessions and any planned N,
+    and the plain-words balance agrees with counts made here."""
+    from nonolab.design.schedule import balance_text
+    from nonolab.design.study import SCHEDULE_SESSIONS, schedule_length
+
+    m = data.draw(st.integers(1, min(k, 6)))
+    searched = data.draw(st.integers(1, 1200))
+    n = schedule_length(k, searched)
+    assert n >= max(SCHEDULE_SESSIONS, searched) and n % k == 0 and n - k < max(600, searched, k)
+    s = balanced_schedule(k, m, n, seed).sessions
+    assert s.shape == (n, m)
+    onehot = np.zeros((n, k, m))
+    onehot[np.arange(n)[:, None], s, np.arange(m)[None, :]] = 1
+    cum = onehot.cumsum(axis=0)[k - 1 :: k]  # counts after each whole block
+    blocks = np.arange(1, n // k + 1)[:, None, None]
+    assert (cum == blocks).all()
+    stop = data.draw(st.integers(1, n))
+    row = schedule_balance(s, k, "x", stop)
+    met = {frozenset(p) for r in s[:stop].tolist() for p in itertools.combinations(r, 2)}
+    follows = {(a, b) for r in s[:stop].tolist() for a, b in itertools.pairwise(r)}
+    assert row["pairs_never_met"] == k * (k - 1) // 2 - len(met)
+    assert row["carryover_pairs_seen"] == len(follows)
+    text = balance_text(row)
+    assert f"Over {stop} sessions" in text
+    if m > 1 and len(follows) < k * (k - 1):
+        assert f"only {len(follows)} of the {k * (k - 1)} ordered" in text
+    if stop % k == 0:
+        assert f"exactly {stop // k} times in each of the {m} positions" in text

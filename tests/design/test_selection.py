@@ -109,3 +109,54 @@ def test_public_pool_and_constraints(study_dir) -> None:
     ls = eligible(sub, Constraints(drop_top=0, line_solvable=True))
     nls = eligible(sub, Constraints(drop_top=0, line_solvable=False))
     assert len(ls) + len(nls) == len(eligible(sub, Constraints(drop_top=0)))
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(0, 2**31), st.integers(8, 11), st.integers(1, 2), st.data())
+def test_quadratic_and_tie_capped_selections_find_the_brute_force_optimum(
+    seed: int, n: int, p: int, data
+) -> None:
+    """Generated small pools with many ties: the exchange reaches the brute-force optimum of
+    the quadratic criterion among the selections that respect the tie cap, and never exceeds
+    the cap."""
+    rng = np.random.default_rng(seed)
+    k = data.draw(st.integers(p + 2, min(n - 1, p + 4)))
+    cap = data.draw(st.integers(1, 3))
+    cols = {f"m{i}": rng.integers(0, 6, n).astype(float) for i in range(p)}
+    pool = _pool(cols)
+    names = list(cols)
+    if any(np.log1p(pool[c]).std() == 0 for c in names):
+        return
+    v = pool[names[0]].to_numpy()
+    counts = np.unique(v, return_counts=True)[1]
+    if np.minimum(counts, cap).sum() < k or -(-k // len(counts)) > cap:
+        return  # the cap the selection would use is another one
+    X = design_matrix(pool, names, "d_quadratic")
+    ok = [
+        c
+        for c in itertools.combinations(range(n), k)
+        if np.unique(v[list(c)], return_counts=True)[1].max() <= cap
+    ]
+    best = max(d_criterion(X[list(c)]) for c in ok)
+    sel = select_puzzles(
+        pool, k, names, seed=seed, starts=10, criterion="d_quadratic", distinct=True, max_tied=cap
+    )
+    assert np.unique(v[sel], return_counts=True)[1].max() <= cap
+    if best > 0:
+        assert d_criterion(X[sel]) == pytest.approx(best, rel=1e-6)
+
+
+def test_quadratic_selection_spreads_over_the_middle() -> None:
+    """One metric, values 0..20: the straight-line optimum takes only the two ends; the
+    quadratic one also the middle (the D-optimal design for a quadratic: thirds at the two ends
+    and the middle, on the log scale), and the tie cap spreads each group."""
+    pool = _pool({"m": [float(x) for x in range(21)] * 3})
+    x = np.log1p(pool["m"].to_numpy())
+    lin = select_puzzles(pool, 9, ["m"], seed=1)
+    quad = select_puzzles(pool, 9, ["m"], seed=1, criterion="d_quadratic")
+    mid = (x > x.min() + 0.25 * np.ptp(x)) & (x < x.max() - 0.25 * np.ptp(x))
+    assert not mid[lin].any() and mid[quad].sum() >= 2
+    capped = select_puzzles(pool, 9, ["m"], seed=1, criterion="d_quadratic", distinct=True)
+    assert np.unique(pool["m"].to_numpy()[capped], return_counts=True)[1].max() <= 2
+    with pytest.raises(Exception, match="criterion"):
+        design_matrix(pool, ["m"], "d_cubic")

@@ -281,9 +281,15 @@ def effects_from_results(
         "var_residual": "var_residual",
     }
     got: dict[str, tuple[float, int, str]] = {}
+    fitted_se: dict[str, list[float]] = {}  # estimate and SE of the slopes (study units)
     for name, term in terms.items():
         row, line, key = _row(root, MODERATION, mod, alignment=alignment, metric=metric, term=term)
         got[name] = (_value(root, MODERATION, row, line, "coef"), line, key + ", coef")
+        if name in ("slope", "interaction") and "se" in row:
+            se = float(row["se"])
+            if math.isfinite(se) and se > 0:
+                label = {"slope": "rating.metric_slope", "interaction": "rating.interaction"}
+                fitted_se[label[name]] = [got[name][0], se]
 
     def used(*names: str) -> list[tuple[int, str]]:
         return [(got[n][1], got[n][2]) for n in names]
@@ -395,7 +401,32 @@ def effects_from_results(
         "rho": rho,
         "study_metric_sd": study_sd,
         "effect_sources": tuple(sources),
+        "effect_study": _study_facts(root, sat, int(row["n"])) | {"estimates": fitted_se},
     }
+
+
+def _study_facts(root: Path, sat: pd.DataFrame, n_rho: int) -> dict[str, Any]:
+    """Return what the sanity checks need of the fitted study: its number of puzzles (of the
+    observed rho), their sizes (``HxW``, from the ingest's puzzle table when present) and
+    its participants (when the ingest's participant table is present)."""
+    out: dict[str, Any] = {"n_puzzles": int(n_rho)}
+    puz = root / "results/ingest/puzzles.parquet"
+    if puz.is_file():
+        try:
+            p = pd.read_parquet(puz, columns=["puzzle_hash", "height", "width"])
+            p = p[p["puzzle_hash"].isin(set(sat["puzzle_hash"]))]
+            out["sizes"] = sorted(
+                {f"{h}x{w}" for h, w in zip(p["height"], p["width"], strict=True)}
+            )
+        except (OSError, ValueError, KeyError):
+            pass
+    part = root / "results/ingest/participants.parquet"
+    if part.is_file():
+        try:
+            out["participants"] = int(len(pd.read_parquet(part, columns=["participant_id"])))
+        except (OSError, ValueError, KeyError):
+            pass
+    return out
 
 
 def merge_effects(
@@ -410,7 +441,7 @@ def merge_effects(
         "rating": dict((from_results or {}).get("rating", {})),
         "behaviour": dict((from_results or {}).get("behaviour", {})),
     }
-    for k in ("rho", "study_metric_sd"):
+    for k in ("rho", "study_metric_sd", "effect_study"):
         if from_results and k in from_results:
             out[k] = from_results[k]
     sources = list((from_results or {}).get("effect_sources", ()))

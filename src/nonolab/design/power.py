@@ -55,6 +55,7 @@ import numpy as np
 from scipy import special, stats
 
 from nonolab.stats.lmm import (
+    _single_thread_blas,
     reml_fit_arrays,
     reml_fit_batch,
     satterthwaite_df_batch,
@@ -171,8 +172,17 @@ class Design:
 
 @dataclass(frozen=True)
 class PowerResult:
-    """Power of one analysis at one design: rejections out of ``replications``; ``failed``:
-    replications whose fit failed or whose test was undefined (counted as not rejected)."""
+    """Power of one analysis at one design: rejections out of ``replications`` (independent:
+    each draws its own data, expertise and missing ratings); ``failed``: replications whose
+    test was undefined, counted as not rejected, for the reason ``undefined_reason``
+    (Spearman: the Bradley-Terry ranking cannot be estimated; mixed models: a variance
+    component at the boundary, where the pipeline has no Satterthwaite df, or a failed fit).
+
+    Mixed models also carry ``boundary`` (replications whose fit has a variance at 0) and
+    ``rejections_lmertest`` (rejections when boundary fits are tested as lmerTest does, with
+    the df of the model without the zero component; None: not a mixed model).
+    ``chunk_rejections``: rejections per consecutive ``chunk`` replications (the check that
+    they vary as binomial counts, :meth:`dispersion`)."""
 
     analysis: str
     n_participants: int
@@ -185,6 +195,42 @@ class PowerResult:
     alpha: float
     seed: int
     extra: dict[str, float] = field(default_factory=dict)
+    undefined_reason: str = ""
+    boundary: int | None = None
+    rejections_lmertest: int | None = None
+    chunk: int = 0
+    chunk_rejections: tuple[int, ...] = ()
+
+    @property
+    def undefined_share(self) -> float:
+        """Share of replications whose test was undefined (counted as not rejected)."""
+        return self.failed / self.replications if self.replications else float("nan")
+
+    @property
+    def boundary_share(self) -> float | None:
+        """Share of replications whose fit has a variance component at 0 (mixed models)."""
+        if self.boundary is None or not self.replications:
+            return None
+        return self.boundary / self.replications
+
+    @property
+    def power_lmertest(self) -> float | None:
+        """Power with boundary fits tested as lmerTest does (mixed models; else None)."""
+        if self.rejections_lmertest is None or not self.replications:
+            return None
+        return self.rejections_lmertest / self.replications
+
+    def dispersion(self) -> float | None:
+        """Return the across-chunk variance of the rejection counts over the binomial variance
+        ``c p (1 - p)`` of chunks of ``c`` independent replications (about 1 when the
+        replications are independent; None with fewer than two whole chunks or p at 0 or 1).
+        Its chi-square statistic ``(chunks - 1) x dispersion`` has ``chunks - 1`` df."""
+        whole = [r for r in self.chunk_rejections][: self.replications // max(self.chunk, 1)]
+        p = self.power
+        if len(whole) < 2 or not 0 < p < 1 or self.chunk < 1:
+            return None
+        a = np.asarray(whole, dtype=float)
+        return float(((a - self.chunk * p) ** 2).sum() / (len(a) - 1) / (self.chunk * p * (1 - p)))
 
     @property
     def power(self) -> float:
@@ -223,6 +269,11 @@ class PowerResult:
             "ci_low": lo,
             "ci_high": hi,
             "failed": self.failed,
+            "undefined_share": self.undefined_share,
+            "undefined_reason": self.undefined_reason,
+            "boundary_share": self.boundary_share,
+            "power_lmertest": self.power_lmertest,
+            "mc_dispersion": self.dispersion(),
             "alpha": self.alpha,
             "seed": self.seed,
             **self.extra,
@@ -241,9 +292,18 @@ POWER_COLUMNS = [
     "ci_low",
     "ci_high",
     "failed",
+    "undefined_share",
+    "undefined_reason",
+    "boundary_share",
+    "power_lmertest",
+    "mc_dispersion",
     "alpha",
     "seed",
 ]
+
+#: why a replication's test is undefined, per kind of analysis
+NO_RANKING = "Bradley-Terry ranking not estimable (win graph not strongly connected)"
+AT_BOUNDARY = "variance component at the boundary (no Satterthwaite df) or fit failed"
 
 
 def normal_scores(values: Sequence[float]) -> np.ndarray:
@@ -316,6 +376,8 @@ def spearman_power(
     if require_connected:
         p = np.where(strongly_connected_batch(wins > 0), p, np.nan)
     sig = np.nan_to_num(p, nan=1.0) < alpha
+    chunk = 100
+    counts = tuple(int(sig[i : i + chunk].sum()) for i in range(0, n_r, chunk))
     return PowerResult(
         "spearman_bt",
         design.n_participants,
@@ -328,6 +390,9 @@ def spearman_power(
         alpha,
         seed,
         {"mean_estimate": float(np.nanmean(rho_hat))},
+        undefined_reason=NO_RANKING,
+        chunk=chunk,
+        chunk_rejections=counts,
     )
 
 
@@ -338,59 +403,152 @@ def _lmm_chunk(
     behaviour: BehaviourModel,
     n: int,
     rng: np.random.Generator,
-) -> tuple[np.ndarray, np.ndarray, list[np.ndarray], int, np.ndarray]:
-    """Return ``(Y, X, codes, tested column, true relative SDs)`` of ``n`` replications that
-    share one draw of expertise and missing ratings."""
+) -> tuple[np.ndarray, np.ndarray, list[np.ndarray], int, np.ndarray, np.ndarray | None]:
+    """Return ``(Y, X, codes, tested column, true relative SDs, keep)`` of ``n`` independent
+    replications: each draws its own expertise (z-scored over the participants), its own
+    missing ratings and its own responses. ``Y``: n x rows (every scheduled attempt); ``X``:
+    rows x p, or n x rows x p when it holds the replication's expertise (moderation);
+    ``codes``: participant and puzzle of every row; ``keep``: n x rows, the rows each
+    replication has (its ratings not missing), None when every row is kept."""
     q = design.queues
     n_i, m = q.shape
     x = metric_covariate(design.metric)
     xl = design.latent_z
     pc = np.repeat(np.arange(n_i), m)
     qc = q.ravel()
-    e = rng.standard_normal(n_i)
-    e = (e - e.mean()) / e.std() if n_i > 1 and e.std() > 0 else e
-    keep = np.ones(len(qc), dtype=bool)
-    if analysis != "behaviour_lmm":
-        keep = rng.random(len(qc)) >= design.missing
+    rows = len(qc)
     k = design.n_puzzles
-    if analysis == "behaviour_lmm":
+    keep = None
+    if analysis == "behaviour_lmm":  # no covariate drawn: every replication has the same design
         b = behaviour
         y = (
             b.slope * xl[qc]
             + math.sqrt(b.var_participant) * rng.standard_normal((n, n_i))[:, pc]
             + math.sqrt(b.var_puzzle) * rng.standard_normal((n, k))[:, qc]
-            + math.sqrt(b.var_residual) * rng.standard_normal((n, len(qc)))
+            + math.sqrt(b.var_residual) * rng.standard_normal((n, rows))
         )
-        X = np.column_stack([np.ones(len(qc)), x[qc]])
+        X = np.column_stack([np.ones(rows), x[qc]])
         col = 1
         rel = np.sqrt([b.var_participant, b.var_puzzle]) / math.sqrt(b.var_residual)
     else:
+        e = rng.standard_normal((n, n_i))
+        if n_i > 1:
+            sd = e.std(axis=1, keepdims=True)
+            e = (e - e.mean(axis=1, keepdims=True)) / np.where(sd > 0, sd, 1.0)
+        if design.missing > 0:
+            keep = rng.random((n, rows)) >= design.missing
         s = model.metric_strength
         d = model.difficulty_sd * (s * xl + math.sqrt(1 - s * s) * rng.standard_normal((n, k)))
         person = rng.normal(0.0, model.participant_sd, (n, n_i))
+        ep = e[:, pc]
         latent = (
             model.rating_mean
             + d[:, qc]
-            + (model.expertise_effect * e)[pc]
-            + model.interaction * (xl[qc] * e[pc])
+            + model.expertise_effect * ep
+            + model.interaction * (xl[qc] * ep)
             + person[:, pc]
         )
         y = _ratings(latent, model, rng)
         if analysis == "rating_lmm":
-            X = np.column_stack([np.ones(len(qc)), x[qc]])
+            X = np.column_stack([np.ones(rows), x[qc]])
             col = 1
         else:
-            X = np.column_stack([np.ones(len(qc)), x[qc], e[pc], x[qc] * e[pc]])
+            X = np.stack(
+                [np.ones((n, rows)), np.broadcast_to(x[qc], (n, rows)), ep, x[qc] * ep], axis=2
+            )
             col = 3
         puz_sd = model.difficulty_sd * math.sqrt(1 - s * s)
         rel = np.array([model.participant_sd, max(puz_sd, 1e-3)]) / model.residual_sd
-    codes = [pd_codes(pc[keep]), pd_codes(qc[keep])]
-    return y[:, keep], X[keep], codes, col, rel
+    return y, X, [pc, qc], col, rel, keep
 
 
 def pd_codes(a: np.ndarray) -> np.ndarray:
     """Return 0-based dense codes of the values of ``a`` (sorted order)."""
     return np.unique(a, return_inverse=True)[1]
+
+
+#: the conventions for a fit with a random-effect variance at the boundary (0): the pipeline's
+#: (no Satterthwaite df, counted as not significant) and lmerTest's (the df of the model
+#: without the zero component, which is what lmerTest's numerical Hessian gives there)
+BOUNDARY_CONVENTIONS = ("not_significant", "lmertest")
+
+
+@dataclass(frozen=True)
+class LmmTests:
+    """Tests of one fixed effect for a batch of responses: ``estimate``, ``p`` (the
+    pipeline's convention: NaN at the boundary or when the fit failed), ``p_lmertest`` (the
+    boundary fits tested with the df of the model without the zero component; NaN only when
+    the fit failed), ``boundary`` (a random-effect variance at 0) and ``failed`` (the fit
+    failed), each one per response."""
+
+    estimate: np.ndarray
+    p: np.ndarray
+    p_lmertest: np.ndarray
+    boundary: np.ndarray
+    failed: np.ndarray
+
+
+def lmm_tests(
+    Y: np.ndarray,
+    X: np.ndarray,
+    codes: list[np.ndarray],
+    col: int,
+    start: Sequence[float] | None = None,
+    keep: np.ndarray | None = None,
+) -> LmmTests:
+    """Return the :class:`LmmTests` of fixed effect ``col`` for every response of ``Y``
+    (random intercepts for the two factors of ``codes``; ``X`` shared or one per response,
+    ``keep`` the rows of each response: :func:`nonolab.stats.lmm.reml_fit_batch`).
+
+    Batched REML; a response whose batched fit does not converge is refitted alone
+    (:func:`nonolab.stats.lmm.reml_fit_arrays`). Satterthwaite df as lmerTest
+    (:func:`nonolab.stats.lmm.satterthwaite_df_batch`); at the boundary (a variance below
+    1e-6 of the residual's) the pipeline has no df and ``p`` is NaN, while ``p_lmertest``
+    uses the Satterthwaite df of the model without the zero component(s) (none left: the
+    residual df ``n - p``)."""
+    from nonolab.stats.lmm import _Cross, _variance_derivatives
+
+    Y = np.atleast_2d(Y)
+    B, n = Y.shape
+    each = keep is not None or np.ndim(X) == 3
+    beta, cov, var, _, ok = reml_fit_batch(Y, X, codes, start=start, keep=keep)
+    kp = np.ones((B, n), dtype=bool) if keep is None else np.asarray(keep, dtype=bool)
+    Xb = np.broadcast_to(np.asarray(X, dtype=float), (B, n, np.shape(X)[-1]))
+    failed = np.zeros(B, dtype=bool)
+    for i in np.flatnonzero(~ok):
+        r = kp[i]
+        try:
+            b_i, c_i, v_i, _ = reml_fit_arrays(
+                Y[i][r], Xb[i][r], [c[r] for c in codes], start=start
+            )
+            beta[i], cov[i], var[i] = b_i, c_i, v_i
+        except (np.linalg.LinAlgError, ValueError, FloatingPointError):
+            beta[i], var[i] = np.nan, np.nan
+            failed[i] = True
+    cvec = np.zeros(Xb.shape[2])
+    cvec[col] = 1.0
+    df = satterthwaite_df_batch(Y, X, codes, var, cvec, keep=keep if each else None)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        t = beta[:, col] / np.sqrt(cov[:, col, col])
+        p = 2 * special.stdtr(df, -np.abs(t))
+    boundary = ~failed & np.isfinite(var).all(axis=1)
+    boundary &= np.minimum(var[:, 0], var[:, 1]) < 1e-6 * np.maximum(var[:, 2], 1e-300)
+    df_l = df.copy()
+    for i in np.flatnonzero(boundary):
+        r = kp[i]
+        live = [j for j in range(2) if var[i, j] >= 1e-6 * max(var[i, 2], 1e-300)]
+        if not live:
+            df_l[i] = r.sum() - Xb.shape[2]
+            continue
+        try:
+            c = _Cross.of(Y[i][r], Xb[i][r], [codes[j][r] for j in live])
+            phi, g, H, _ = _variance_derivatives(c, var[i, live], var[i, 2], cvec)
+            df_l[i] = 2 * phi**2 / (g @ (2 * np.linalg.inv(H)) @ g)
+        except np.linalg.LinAlgError:
+            df_l[i] = np.nan
+    with np.errstate(invalid="ignore", divide="ignore"):
+        p_l = 2 * special.stdtr(df_l, -np.abs(t))
+    return LmmTests(beta[:, col], p, p_l, boundary, failed)
 
 
 def lmm_test_batch(
@@ -399,29 +557,12 @@ def lmm_test_batch(
     codes: list[np.ndarray],
     col: int,
     start: Sequence[float] | None = None,
+    keep: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray, int]:
     """Return ``(estimate, Satterthwaite p, failed fits)`` of fixed effect ``col`` for every
-    response of ``Y`` with one design (random intercepts for the two factors of ``codes``).
-
-    Batched REML (:func:`nonolab.stats.lmm.reml_fit_batch`); a response whose batched fit does
-    not converge is refitted alone (:func:`nonolab.stats.lmm.reml_fit_arrays`); p is NaN when
-    the df are undefined (boundary fit) or the fit failed."""
-    beta, cov, var, _, ok = reml_fit_batch(Y, X, codes, start=start)
-    failed = 0
-    for i in np.flatnonzero(~ok):
-        try:
-            b_i, c_i, v_i, _ = reml_fit_arrays(Y[i], X, codes, start=start)
-            beta[i], cov[i], var[i] = b_i, c_i, v_i
-        except (np.linalg.LinAlgError, ValueError, FloatingPointError):
-            beta[i], var[i] = np.nan, np.nan
-            failed += 1
-    cvec = np.zeros(X.shape[1])
-    cvec[col] = 1.0
-    df = satterthwaite_df_batch(Y, X, codes, var, cvec)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        t = beta[:, col] / np.sqrt(cov[:, col, col])
-        p = 2 * special.stdtr(df, -np.abs(t))
-    return beta[:, col], p, failed
+    response of ``Y`` (:func:`lmm_tests`; p NaN at the boundary or when the fit failed)."""
+    r = lmm_tests(Y, X, codes, col, start, keep)
+    return r.estimate, r.p, int(r.failed.sum())
 
 
 def lmm_power(
@@ -434,28 +575,41 @@ def lmm_power(
     alpha: float = 0.05,
     chunk: int = 100,
     progress: Callable[[int, int], None] | None = None,
+    boundary: str = "not_significant",
 ) -> PowerResult:
     """Return the power of the random-intercept model ``analysis`` (``rating_lmm``,
     ``moderation_lmm`` or ``behaviour_lmm``; module text) by batched REML fits and
-    Satterthwaite tests; ``chunk`` replications share one covariate draw (seed ``[seed, N, K,
-    2 + kind]``)."""
+    Satterthwaite tests of independent replications (each its own expertise, missing ratings
+    and responses), fitted ``chunk`` at a time (seed ``[seed, N, K, 2 + kind]``).
+    ``boundary``: how a fit with a variance component at 0 is tested
+    (:data:`BOUNDARY_CONVENTIONS`); the result carries the share of such fits and the power
+    under lmerTest's convention either way."""
     if analysis not in ("rating_lmm", "moderation_lmm", "behaviour_lmm"):
         raise ValueError(f"unknown random-intercept analysis {analysis!r}")
     model = model or RatingModel()
     behaviour = behaviour or BehaviourModel()
     kind = ("rating_lmm", "moderation_lmm", "behaviour_lmm").index(analysis)
     rng = np.random.default_rng(_seed(seed, design.n_participants, design.n_puzzles, 2 + kind))
-    rej = failed = done = 0
+    if boundary not in BOUNDARY_CONVENTIONS:
+        raise ValueError(f"boundary convention {boundary!r}: one of {BOUNDARY_CONVENTIONS}")
+    rej = rej_l = failed = done = n_boundary = undefined = 0
     est_sum = 0.0
-    undefined = 0
+    counts: list[int] = []
     while done < replications:
         n = min(chunk, replications - done)
-        Y, X, codes, col, rel = _lmm_chunk(analysis, design, model, behaviour, n, rng)
-        est, p, f = lmm_test_batch(Y, X, codes, col, start=rel)
-        failed += f
-        undefined += int(np.isnan(p).sum())
-        rej += int((np.nan_to_num(p, nan=1.0) < alpha).sum())
-        est_sum += float(np.nansum(est))
+        Y, X, codes, col, rel, keep = _lmm_chunk(analysis, design, model, behaviour, n, rng)
+        r = lmm_tests(Y, X, codes, col, start=rel, keep=keep)
+        sig = np.nan_to_num(r.p, nan=1.0) < alpha
+        sig_l = np.nan_to_num(r.p_lmertest, nan=1.0) < alpha
+        use = sig if boundary == "not_significant" else sig_l
+        p_use = r.p if boundary == "not_significant" else r.p_lmertest
+        failed += int(r.failed.sum())
+        n_boundary += int(r.boundary.sum())
+        undefined += int(np.isnan(p_use).sum())
+        rej += int(use.sum())
+        rej_l += int(sig_l.sum())
+        counts.append(int(use.sum()))
+        est_sum += float(np.nansum(r.estimate))
         done += n
         if progress is not None:
             progress(done, replications)
@@ -476,9 +630,52 @@ def lmm_power(
         alpha,
         seed,
         {"mean_estimate": est_sum / max(replications - failed, 1), "fit_failures": failed},
+        undefined_reason=AT_BOUNDARY,
+        boundary=n_boundary,
+        rejections_lmertest=rej_l,
+        chunk=chunk,
+        chunk_rejections=tuple(counts),
     )
 
 
+def _maximal_draw(
+    design: Design, model: RatingModel, rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Return one independent replication of the maximal model's data: ``(y, X, participant,
+    puzzle)`` over its kept rows (its own expertise, z-scored over participants, its own
+    missing ratings, puzzle effects, correlated participant intercepts and metric slopes and
+    rating noise); ``X`` = ``[1, metric, expertise, metric x expertise]`` with the pipeline's
+    metric covariate."""
+    q = design.queues
+    n_i, m = q.shape
+    k = design.n_puzzles
+    x = metric_covariate(design.metric)
+    xl = design.latent_z
+    pc = np.repeat(np.arange(n_i), m)
+    qc = q.ravel()
+    e = rng.standard_normal(n_i)
+    if n_i > 1 and e.std() > 0:
+        e = (e - e.mean()) / e.std()
+    keep = rng.random(len(qc)) >= design.missing
+    s = model.metric_strength
+    d = model.difficulty_sd * (s * xl + math.sqrt(1 - s * s) * rng.standard_normal(k))
+    c = model.slope_corr * model.participant_sd * model.slope_sd
+    cov = np.array([[model.participant_sd**2, c], [c, model.slope_sd**2]])
+    u = rng.multivariate_normal(np.zeros(2), cov, size=n_i, method="cholesky")
+    latent = (
+        model.rating_mean
+        + d[qc]
+        + (model.expertise_effect * e)[pc]
+        + model.interaction * (xl[qc] * e[pc])
+        + u[pc, 0]
+        + u[pc, 1] * xl[qc]
+    )
+    y = _ratings(latent, model, rng)[keep]
+    X = np.column_stack([np.ones(len(qc)), x[qc], e[pc], x[qc] * e[pc]])[keep]
+    return y, X, pc[keep], qc[keep]
+
+
+@_single_thread_blas
 def maximal_power(
     design: Design,
     replications: int,
@@ -491,83 +688,92 @@ def maximal_power(
     """Return the power of the metric x expertise interaction under the maximal structure
     ``(1 + metric | participant) + (1 | puzzle)`` (correlated), responses simulated with the
     model's participant slopes (``slope_sd``, ``slope_corr``); ``method``: ``satterthwaite``
-    or ``kenward_roger`` df. One :func:`~nonolab.stats.lmm_general.refit` per replication, warm
-    from the fit of the first (seed ``[seed, N, K, 9]``)."""
+    or ``kenward_roger`` df. Every replication is independent (:func:`_maximal_draw`: its own
+    expertise and missing ratings, so its own rows); the first is fitted by
+    :func:`~nonolab.stats.lmm_general.fit_general`, the others warm-started from its optimum
+    (as :func:`~nonolab.stats.lmm_general.refit`, on their own rows). Seed ``[seed, N, K,
+    9]``."""
     import pandas as pd
 
-    from nonolab.stats.lmm_general import RandomTerm, fit_general, refit
+    from nonolab.stats.lmm_general import RandomTerm, _fit_arrays, _Term, fit_general
 
     model = model or RatingModel()
     rng = np.random.default_rng(_seed(seed, design.n_participants, design.n_puzzles, 9))
-    q = design.queues
-    n_i, m = q.shape
-    k = design.n_puzzles
-    x = metric_covariate(design.metric)
-    xl = design.latent_z
-    pc = np.repeat(np.arange(n_i), m)
-    qc = q.ravel()
-    e = rng.standard_normal(n_i)
-    e = (e - e.mean()) / e.std()
-    keep = rng.random(len(qc)) >= design.missing
-    s = model.metric_strength
-    n_r = replications
-    d = model.difficulty_sd * (s * xl + math.sqrt(1 - s * s) * rng.standard_normal((n_r, k)))
-    cov = np.array(
-        [
-            [model.participant_sd**2, model.slope_corr * model.participant_sd * model.slope_sd],
-            [model.slope_corr * model.participant_sd * model.slope_sd, model.slope_sd**2],
-        ]
-    )
-    u = rng.multivariate_normal(np.zeros(2), cov, size=(n_r, n_i), method="cholesky")
-    latent = (
-        model.rating_mean
-        + d[:, qc]
-        + (model.expertise_effect * e)[pc]
-        + model.interaction * (xl[qc] * e[pc])
-        + u[:, pc, 0]
-        + u[:, pc, 1] * xl[qc]
-    )
-    Y = _ratings(latent, model, rng)[:, keep]
-    data = pd.DataFrame(
-        {
-            "y": Y[0],
-            "metric": x[qc][keep],
-            "expertise": e[pc][keep],
-            "participant_id": pc[keep].astype(str),
-            "puzzle_hash": qc[keep].astype(str),
-        }
-    )
-    terms = (
-        RandomTerm("participant_id", ("1", "metric")),
-        RandomTerm("puzzle_hash"),
-    )
-    first = fit_general(data, "y ~ metric * expertise", terms)
+    names = ["Intercept", "metric", "expertise", "metric:expertise"]
+    formula = "y ~ metric * expertise"
+    specs = (RandomTerm("participant_id", ("1", "metric")), RandomTerm("puzzle_hash"))
     term = "metric:expertise"
     rej = failed = 0
-    est = []
-    for b in range(n_r):
+    est: list[float] = []
+    sig: list[bool] = []
+    start = None
+    for b in range(replications):
+        y, X, pc, qc = _maximal_draw(design, model, rng)
         try:
-            f = first if b == 0 else refit(first, Y[b])
+            if start is None:
+                data = pd.DataFrame(
+                    {"y": y, "metric": X[:, 1], "expertise": X[:, 2],
+                     "participant_id": pc.astype(str), "puzzle_hash": qc.astype(str)}
+                )  # fmt: skip
+                f = fit_general(data, formula, specs)
+                start = f._theta_scaled
+            else:
+                tdata = []
+                for spec, codes_raw in zip(specs, (pc, qc), strict=True):
+                    vals = X[:, :2] if len(spec.columns) == 2 else X[:, :1]
+                    scale = np.sqrt(np.mean(vals**2, axis=0))
+                    scale[scale == 0] = 1.0
+                    codes = np.unique(codes_raw, return_inverse=True)[1]
+                    tdata.append(_Term(codes, vals / scale, scale, int(codes.max()) + 1, spec))
+                f = _fit_arrays(y, X, names, tuple(tdata), formula, True, start, ())
             t = f.satterthwaite(term) if method == "satterthwaite" else f.kenward_roger(term)
             est.append(t.estimate)
-            if np.isfinite(t.p) and t.p < alpha:
-                rej += 1
-            elif not np.isfinite(t.p):
-                failed += 1
+            ok = bool(np.isfinite(t.p) and t.p < alpha)
+            rej += ok
+            failed += not np.isfinite(t.p)
+            sig.append(ok)
         except (np.linalg.LinAlgError, ValueError, FloatingPointError):
             failed += 1
-        if progress is not None and ((b + 1) % 50 == 0 or b + 1 == n_r):
-            progress(b + 1, n_r)
+            sig.append(False)
+        if progress is not None and ((b + 1) % 50 == 0 or b + 1 == replications):
+            progress(b + 1, replications)
+    chunk = 100
+    counts = tuple(int(sum(sig[i : i + chunk])) for i in range(0, len(sig), chunk))
     return PowerResult(
         f"moderation_maximal_{method}",
-        n_i,
-        k,
-        m,
+        design.n_participants,
+        design.n_puzzles,
+        design.per_session,
         model.interaction,
-        n_r,
+        replications,
         rej,
         failed,
         alpha,
         seed,
         {"mean_estimate": float(np.mean(est)) if est else float("nan")},
+        undefined_reason="fit failed or no df",
+        chunk=chunk,
+        chunk_rejections=counts,
     )
+
+
+def expected_sample_rho(
+    design: Design, rho: float, draws: int = 4000, seed: int = 0, sd: float = 1.0
+) -> tuple[float, float]:
+    """Return the mean and SD over ``draws`` of the Spearman correlation between latent
+    difficulty and the metric over the design's own K puzzles (unitless): the estimand a
+    study of these puzzles estimates, as against ``rho``, the Spearman correlation in the
+    population of puzzles the latent scores refer to (the pool). Latent difficulty as
+    :func:`spearman_power` draws it (no rating noise: the correlation a study with
+    unlimited participants would find); tied metric values get average ranks."""
+    rng = np.random.default_rng(_seed(seed, design.n_puzzles, 7))
+    s = design.latent_scores
+    r = pearson_for_spearman(rho)
+    d = sd * (r * s + math.sqrt(1 - r * r) * rng.standard_normal((draws, design.n_puzzles)))
+    m = stats.rankdata(np.asarray(design.metric, dtype=float))
+    rd = stats.rankdata(d, axis=1)
+    mc, rc = m - m.mean(), rd - rd.mean(axis=1, keepdims=True)
+    den = np.sqrt((mc**2).sum() * (rc**2).sum(axis=1))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        rs = (rc @ mc) / den
+    return float(np.nanmean(rs)), float(np.nanstd(rs))

@@ -162,8 +162,11 @@ BALANCE_COLUMNS = [
     "carryover_min",
     "carryover_max",
     "carryover_pairs_seen",
+    "carryover_pairs_total",
     "pair_min",
     "pair_max",
+    "pairs_never_met",
+    "pairs_total",
     "distinct_sequences",
 ]
 
@@ -217,10 +220,52 @@ def schedule_balance(
         "carryover_min": int(carry[off].min()) if m > 1 else 0,
         "carryover_max": int(carry[off].max()) if m > 1 else 0,
         "carryover_pairs_seen": int((carry[off] > 0).sum()),
+        "carryover_pairs_total": k * (k - 1),
         "pair_min": int(pair[iu].min()) if m > 1 else 0,
         "pair_max": int(pair[iu].max()) if m > 1 else 0,
+        "pairs_never_met": int((pair[iu] == 0).sum()),
+        "pairs_total": k * (k - 1) // 2,
         "distinct_sequences": int(len({tuple(r) for r in s.tolist()})),
     }
+
+
+def balance_text(row: dict[str, object]) -> str:
+    """Return, in plain words, what a :func:`schedule_balance` row achieves: positions,
+    first-order carry-over (which puzzle directly follows which) and pairs that meet."""
+    n, m = int(row["sessions"]), int(row["per_session"])
+    seen, total = int(row["carryover_pairs_seen"]), int(row["carryover_pairs_total"])
+    never, pairs = int(row["pairs_never_met"]), int(row["pairs_total"])
+    pmin, pmax = int(row["position_min"]), int(row["position_max"])
+    pos = (
+        f"every puzzle is served exactly {pmin} times in each of the {m} positions"
+        if pmin == pmax
+        else f"a puzzle is served {pmin} to {pmax} times in a position"
+    )
+    need_carry = -(-total // max(m - 1, 1))
+    need_meet = -(-pairs // max(m * (m - 1) // 2, 1))
+    cmin, cmax = int(row["carryover_min"]), int(row["carryover_max"])
+    if m < 2:
+        carry = "one puzzle per session: no carry-over"
+    elif cmin == cmax:
+        carry = f"first-order carry-over is balanced: each of the {total} ordered puzzle pairs "
+        carry += f"is served directly one after the other {cmin} times"
+    elif seen == total:
+        carry = f"every one of the {total} ordered puzzle pairs is served directly one after "
+        carry += f"the other, but {cmin} to {cmax} times: first-order carry-over is nearly, not "
+        carry += "exactly, balanced"
+    else:
+        carry = f"first-order carry-over is NOT balanced: only {seen} of the {total} ordered "
+        carry += f"puzzle pairs are ever served directly one after the other ({total - seen} "
+        carry += f"never are); every ordered pair once needs at least {need_carry} sessions "
+        carry += f"of {m} puzzles"
+    meet = (
+        f"every one of the {pairs} puzzle pairs meets in a session ({int(row['pair_min'])} to "
+        f"{int(row['pair_max'])} times)"
+        if never == 0
+        else f"{never} of the {pairs} puzzle pairs never meet in a session (every pair once "
+        f"needs at least {need_meet} sessions)"
+    )
+    return f"Over {n} sessions {pos}; {carry}; {meet}."
 
 
 def balance_table(rows: Sequence[dict[str, object]]) -> pd.DataFrame:

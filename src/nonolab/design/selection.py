@@ -250,9 +250,25 @@ def eligible(pool: pd.DataFrame, constraints: Constraints) -> pd.DataFrame:
 # criterion and exchange
 
 
-def design_matrix(pool: pd.DataFrame, metrics: Sequence[str]) -> np.ndarray:
+#: with ``distinct``, at most one selected puzzle in this many shares a value of the primary
+#: metric (24 puzzles: at most 3 with the same value; the straight-line D-optimum of the public
+#: pool has 8 with 0 conflicts)
+TIE_SHARE = 8
+
+#: selection criteria: D-optimal for straight-line effects of the metrics (puzzles at the
+#: extremes), or for a quadratic in the first (primary) metric beside the others' lines
+#: (puzzles also in the middle of the range, so that curvature can be seen)
+CRITERIA = ("d_linear", "d_quadratic")
+
+
+def design_matrix(
+    pool: pd.DataFrame, metrics: Sequence[str], criterion: str = "d_linear"
+) -> np.ndarray:
     """Return ``[1, x_1, ..., x_p]`` per pool row: ``x = log1p(metric)`` standardised over
-    ``pool`` (population SD; a constant metric raises :class:`SelectionError`)."""
+    ``pool`` (population SD; a constant metric raises :class:`SelectionError`); with
+    ``criterion`` ``d_quadratic`` also ``x_1^2 - 1`` (the primary metric's curvature)."""
+    if criterion not in CRITERIA:
+        raise SelectionError(f"unknown selection criterion {criterion!r}; known: {CRITERIA}")
     cols = [np.ones(len(pool))]
     for m in metrics:
         x = np.log1p(pool[m].to_numpy(dtype=float))
@@ -260,6 +276,8 @@ def design_matrix(pool: pd.DataFrame, metrics: Sequence[str]) -> np.ndarray:
         if not sd > 0:
             raise SelectionError(f"metric {m!r} is constant over the eligible pool")
         cols.append((x - x.mean()) / sd)
+    if criterion == "d_quadratic":
+        cols.append(cols[1] ** 2 - 1.0)
     return np.column_stack(cols)
 
 
@@ -271,9 +289,17 @@ def d_criterion(X: np.ndarray) -> float:
     return float(math.exp(logdet / q)) if sign > 0 else 0.0
 
 
-def _exchange(X: np.ndarray, start: np.ndarray, max_rounds: int = 100) -> np.ndarray:
+def _exchange(
+    X: np.ndarray,
+    start: np.ndarray,
+    max_rounds: int = 100,
+    values: np.ndarray | None = None,
+    cap: int = 1,
+) -> np.ndarray:
     """Return a selection (indices into ``X``) improved from ``start`` by Fedorov exchanges
-    until no single swap increases ``det(X_S' X_S)`` by more than a relative 1e-10."""
+    until no single swap increases ``det(X_S' X_S)`` by more than a relative 1e-10; with
+    ``values`` (one per row of ``X``) a swap never brings in a value ``cap`` other selected
+    rows already have (a selection that starts within the cap stays within it)."""
     sel = start.copy()
     n = len(X)
     for _ in range(max_rounds):
@@ -290,9 +316,17 @@ def _exchange(X: np.ndarray, start: np.ndarray, max_rounds: int = 100) -> np.nda
                 gain = np.array([np.linalg.slogdet(A + np.outer(x, x))[1] for x in X], dtype=float)
             taken = np.zeros(n, dtype=bool)
             taken[sel] = True
+            if values is not None:  # no value ``cap`` other selected puzzles have
+                u, c = np.unique(values[rest], return_counts=True)
+                taken |= np.isin(values, u[c >= cap])
             gain[taken] = -np.inf
             j = int(np.argmax(gain))
-            if gain[j] > cur + 1e-10 * max(1.0, abs(cur)):
+            better = (
+                gain[j] > cur + 1e-10 * max(1.0, abs(cur))
+                if np.isfinite(cur)
+                else np.isfinite(gain[j])  # from a singular selection any regular one is better
+            )
+            if better:
                 sel[i] = j
                 improved = True
         if not improved:
@@ -307,22 +341,40 @@ def select_puzzles(
     *,
     seed: int = 0,
     starts: int = 20,
+    criterion: str = "d_linear",
+    distinct: bool = False,
+    max_tied: int | None = None,
 ) -> np.ndarray:
     """Return the row positions in ``pool`` (already :func:`eligible`) of the K puzzles that
-    maximise :func:`d_criterion` for ``metrics`` (Fedorov exchange from ``starts`` seeded random
-    starts; the best kept, ties by the lowest sorted positions). Raises
-    :class:`SelectionError` when the pool has fewer than ``k`` puzzles or ``k`` is below the
-    number of parameters."""
-    n, q = len(pool), len(metrics) + 1
+    maximise :func:`d_criterion` of :func:`design_matrix` for ``metrics`` and ``criterion``
+    (Fedorov exchange from ``starts`` seeded random starts; the best kept, ties by the lowest
+    sorted positions); ``distinct``: few ties in the primary (first) metric: at most
+    ``ceil(K / TIE_SHARE)`` selected puzzles share a value (``max_tied`` when given), or the
+    fewest the pool allows, ``ceil(K / distinct values in the pool)``, when that is more. Raises :class:`SelectionError` when the pool has
+    fewer than ``k`` puzzles or ``k`` is below the number of parameters."""
+    X = design_matrix(pool, metrics, criterion)
+    n, q = X.shape
+    values = pool[metrics[0]].to_numpy(dtype=float) if distinct else None
     if k > n:
         raise SelectionError(f"{k} puzzles requested from an eligible pool of {n}")
+    cap = 1
+    if values is not None:
+        u, c = np.unique(values, return_counts=True)
+        cap = max(-(-k // len(u)), -(-k // TIE_SHARE) if max_tied is None else max_tied)
+        while np.minimum(c, cap).sum() < k:  # values with few puzzles: a higher cap
+            cap += 1
     if k < q:
-        raise SelectionError(f"{k} puzzles cannot separate {len(metrics)} metrics: need >= {q}")
-    X = design_matrix(pool, metrics)
+        raise SelectionError(f"{k} puzzles cannot separate {q - 1} effects: need >= {q}")
     rng = np.random.default_rng(np.random.SeedSequence([seed, k]))
     best, best_val = None, -np.inf
     for _ in range(starts):
-        sel = _exchange(X, rng.choice(n, k, replace=False))
+        if values is None:
+            start = rng.choice(n, k, replace=False)
+        else:  # random puzzles, at most ``cap`` per value
+            order = rng.permutation(n)
+            rank = pd.Series(values[order]).groupby(values[order]).cumcount().to_numpy()
+            start = rng.choice(order[rank < cap], k, replace=False)
+        sel = _exchange(X, start, values=values, cap=cap)
         val = d_criterion(X[sel])
         if val > best_val + 1e-12 or (
             abs(val - best_val) <= 1e-12 and best is not None and tuple(sel) < tuple(best)
@@ -349,6 +401,8 @@ COMPARISON_COLUMNS = [
     "random_share_below",
     *(f"{m}_sd" for m in DEFAULT_METRICS),
     "max_abs_metric_correlation",
+    "distinct_values",
+    "puzzles_sharing_a_value",
 ]
 
 
@@ -388,6 +442,10 @@ def selection_summary(
         row["max_abs_metric_correlation"] = float(np.abs(c[np.triu_indices(len(metrics), 1)]).max())
     else:
         row["max_abs_metric_correlation"] = None
+    v = values[metrics[0]].to_numpy(dtype=float)
+    u, c = np.unique(v, return_counts=True)
+    row["distinct_values"] = int(len(u))  # of the primary (first) metric
+    row["puzzles_sharing_a_value"] = int(c[c > 1].sum())
     return row
 
 

@@ -40,6 +40,7 @@ from nonolab.design.power import (
     Design,
     PowerResult,
     RatingModel,
+    expected_sample_rho,
     lmm_power,
     maximal_power,
     spearman_power,
@@ -83,6 +84,9 @@ class Reference:
     schedule: np.ndarray | None
     served: int
     participants: int
+    #: the sessions actually served (participants x M puzzle positions in ``metrics``, in
+    #: serving order), read from the study's logs; None: reconstructed from the schedule
+    sessions: np.ndarray | None = None
 
 
 @dataclass(frozen=True)
@@ -106,6 +110,17 @@ class DesignSettings:
     lmm_replications: int = 500
     maximal_replications: int = 0
     maximal_df: str = "satterthwaite"
+    #: how a mixed-model fit with a variance component at 0 is tested: ``not_significant``
+    #: (the pipeline: no Satterthwaite df) or ``lmertest`` (the df of the model without it);
+    #: the power under the other convention is reported beside it either way
+    boundary: str = "not_significant"
+    #: selection criterion (:data:`nonolab.design.selection.CRITERIA`) and whether tied
+    #: values of the primary metric are kept as few as the pool allows
+    criterion: str = "d_quadratic"
+    spread: bool = True
+    #: the curved truth power is also reported under: latent difficulty depends on
+    #: ``tanh`` of the pool-standardised metric (flat at both ends of the pool)
+    curved_truth: str = "tanh"
     random_selections: int = 1000
     seed: int = 20261205
     name: str = "next-study"
@@ -119,6 +134,9 @@ class DesignSettings:
     #: SD of log1p(primary metric) over the puzzles of the study the fitted effects came from
     #: (their slopes are per that SD); None: the effects are on the pool's scale
     study_metric_sd: float | None = None
+    #: what is known of the study the fitted effects came from (``n_puzzles``, ``sizes``,
+    #: ``participants``; :func:`nonolab.design.effects.effects_from_results`)
+    effect_study: dict[str, Any] | None = None
 
     def seeds(self) -> dict[str, int]:
         """Return the named seeds derived from :attr:`seed` (selection, schedule, power,
@@ -155,7 +173,16 @@ def _power_all(
             out.append(spearman_power(design, s.rho, s.replications, seed, s.rating, s.alpha))
         else:
             out.append(
-                lmm_power(a, design, s.lmm_replications, seed, s.rating, s.behaviour, s.alpha)
+                lmm_power(
+                    a,
+                    design,
+                    s.lmm_replications,
+                    seed,
+                    s.rating,
+                    s.behaviour,
+                    s.alpha,
+                    boundary=s.boundary,
+                )
             )
         tick()
     return out
@@ -170,11 +197,16 @@ def reference_from_study(
     participants: int = 67,
     solver: str = "minisat22",
     encoding: str = "block_start",
+    served_from_logs: bool = True,
 ) -> Reference:
     """Return the public study's design as a :class:`Reference`, read at run time from the
     study folder: its puzzles (metrics computed here with ``solver`` on ``encoding``, in the
     puzzle file's order), its schedule file, the ``served`` sequences the sessions drew from
-    it (48 of 120) and its ``participants`` (67 after the ingest)."""
+    it (48 of 120) and its ``participants`` (67 after the ingest). With
+    ``served_from_logs`` the sessions actually served are read from the study's logs
+    (:func:`served_sessions`) and the reference design is those sessions, its participants
+    their number; else the design is reconstructed from the schedule file's first ``served``
+    sequences, cycled over ``participants``."""
     from nonolab.sat.puzzles import load_study_puzzles
     from nonolab.sat.solvers import solver_records
 
@@ -182,13 +214,43 @@ def reference_from_study(
     puzzles = load_study_puzzles(d / puzzle_file)
     rec = pd.DataFrame(solver_records(puzzles, [encoding], [solver]))
     sched = read_schedule_file(str(d / schedule_file)) if (d / schedule_file).exists() else None
-    return Reference("paper", rec, sched, served, participants)
+    sessions = served_sessions(d, rec["puzzle_hash"].tolist()) if served_from_logs else None
+    n = participants if sessions is None else len(sessions)
+    return Reference("paper", rec, sched, served, n, sessions)
+
+
+def served_sessions(study_dir: str | Path, hashes: Sequence[str]) -> np.ndarray | None:
+    """Return the sessions a study actually served, read from its logs by the ingest (the
+    study's preset, ``auto``): one row per analysed participant (participant id order), the
+    positions in ``hashes`` of the puzzles in serving order; None when the folder has no
+    logs or no participant served a full session of puzzles in ``hashes``."""
+    from nonolab.study.ingest import ingest_study
+    from nonolab.study.presets import resolve_preset
+
+    d = Path(study_dir)
+    try:
+        res = ingest_study(d, resolve_preset(d))
+    except (FileNotFoundError, ValueError):
+        return None
+    a = res.tables["attempts"]
+    if a.empty:
+        return None
+    pos = {h: i for i, h in enumerate(hashes)}
+    a = a[a["puzzle_hash"].isin(pos)].sort_values(["participant_id", "order"])
+    rows = [[pos[h] for h in g["puzzle_hash"]] for _, g in a.groupby("participant_id", sort=True)]
+    if not rows:
+        return None
+    m = max(len(r) for r in rows)
+    rows = [r for r in rows if len(r) == m]
+    return np.asarray(rows, dtype=int)
 
 
 def _reference_design(ref: Reference, missing: float, pool: pd.DataFrame, metric: str) -> Design:
     """Return the reference design: its puzzles and, per participant, the served sequences in
     schedule order, cycled over the ``served`` ones when there are more participants."""
-    if ref.schedule is None:
+    if ref.sessions is not None:
+        q = ref.sessions
+    elif ref.schedule is None:
         k = len(ref.metrics)
         q = balanced_schedule(k, 3, ref.participants, 0).sessions
     else:
@@ -220,6 +282,7 @@ def run_design(
         + len(s.k_curve) * len(analyses)
         + (len(analyses) if reference is not None else 0)
         + (1 if s.maximal_replications else 0)
+        + len(analyses) * (2 if (s.criterion, s.spread) == ("d_linear", False) else 4)
     )
     step = [0]
 
@@ -233,6 +296,7 @@ def run_design(
     pool = load_pool(s.pool, s.pool_metrics, solver=s.solver, encoding=s.encoding)
     el = eligible(pool, s.constraints)
     say(f"pool: {len(pool)} puzzles, {len(el)} eligible")
+    scale_factor = None
     if s.study_metric_sd is not None:  # fitted effects: per SD of the study's puzzles
         from nonolab.design.effects import to_pool_scale
 
@@ -241,32 +305,53 @@ def run_design(
             s.rating, s.behaviour, s.effect_sources, s.study_metric_sd, pool_sd
         )
         s = replace(s, rating=r, behaviour=b, effect_sources=src)
+        scale_factor = pool_sd / s.study_metric_sd
+    from nonolab.design.sanity import effect_checks
+
+    warnings = effect_checks(
+        s,
+        scale_factor=scale_factor,
+        pool_sizes=frozenset(f"{h}x{w}" for h, w in zip(el["height"], el["width"], strict=True)),
+        study=s.effect_study,
+    )
+    for w in warnings:
+        say(f"warning: {w}")
     metrics = list(s.selection_metrics)
     if s.primary_metric not in metrics:
         metrics = [s.primary_metric, *metrics]
     if s.n_puzzles <= len(metrics):  # too few puzzles to separate every metric
         metrics = [s.primary_metric]
     ks = sorted(set(s.k_curve) | {s.n_puzzles})
-    # a K too small to separate every metric is chosen for the primary metric alone
-    chosen = {
-        k: select_puzzles(
-            el, k, metrics if k > len(metrics) else [s.primary_metric], seed=seeds["selection"]
-        )
-        for k in ks
-    }
+
+    def select(k: int, criterion: str, spread: bool) -> np.ndarray:
+        # a K too small to separate every metric (and the curvature) is chosen for the
+        # primary metric alone; too small for a quadratic even then: the straight line
+        quad = int(criterion == "d_quadratic")
+        ms = metrics if k > len(metrics) + quad else [s.primary_metric]
+        c = criterion if k > len(ms) + 1 else "d_linear"
+        return select_puzzles(el, k, ms, seed=seeds["selection"], criterion=c, distinct=spread)
+
+    chosen = {k: select(k, s.criterion, s.spread) for k in ks}
     sel = el.iloc[chosen[s.n_puzzles]].reset_index(drop=True)
     X = design_matrix(el, metrics)
-    d_opt = float(
-        np.exp(
-            np.linalg.slogdet(X[chosen[s.n_puzzles]].T @ X[chosen[s.n_puzzles]] / s.n_puzzles)[1]
-            / X.shape[1]
-        )
-    )
+    linear = select(s.n_puzzles, "d_linear", False)  # the straight-line D-optimum
+    alternative = None if (s.criterion, s.spread) == ("d_linear", False) else linear
+    d_opt = float(np.exp(np.linalg.slogdet(X[linear].T @ X[linear] / s.n_puzzles)[1] / X.shape[1]))
+    sel_name = f"{s.criterion}{'_spread' if s.spread else ''}_k{s.n_puzzles}"
     rand = random_criteria(
         el, s.n_puzzles, metrics, s.random_selections, seeds["random_selections"]
     )
     crit_rows = [
-        selection_summary(f"d_optimal_k{s.n_puzzles}", sel, el, metrics, d_opt, rand),
+        selection_summary(sel_name, sel, el, metrics, d_opt, rand),
+        *(
+            [
+                selection_summary(
+                    f"d_linear_k{s.n_puzzles}", el.iloc[linear], el, metrics, d_opt, rand
+                )
+            ]
+            if alternative is not None
+            else []
+        ),
         random_summary(f"random_k{s.n_puzzles}_median", rand, s.n_puzzles, d_opt),
         {
             **random_summary(f"random_k{s.n_puzzles}_p95", rand, s.n_puzzles, d_opt),
@@ -302,7 +387,9 @@ def run_design(
     sel_table.insert(0, "id", range(len(sel_table)))
 
     # -- schedule ---------------------------------------------------------------------------
-    n_max = max(max(s.participants), s.n_puzzles)
+    # long enough for every design the power search visits (up to 4x the largest planned N)
+    # and at least SCHEDULE_SESSIONS, in whole blocks: no schedule is ever cycled
+    n_max = schedule_length(s.n_puzzles, 4 * max(s.participants))
     sched = balanced_schedule(s.n_puzzles, s.per_session, n_max, seeds["schedule"])
     say(f"schedule: {sched.method}, blocks of {sched.block_size} sessions")
 
@@ -335,7 +422,9 @@ def run_design(
     smallest_rows = []
     for k in s.k_curve:
         vals = el.iloc[chosen[k]][s.primary_metric].to_numpy(dtype=float)
-        sk = balanced_schedule(k, min(s.per_session, k), max(n_max, n_plan), seeds["schedule"])
+        sk = balanced_schedule(
+            k, min(s.per_session, k), schedule_length(k, 4 * max(s.participants)), seeds["schedule"]
+        )
         d = _design(_cycled(sk.sessions, n_plan), vals, el, s.primary_metric, s.missing)
         k_rows += _power_all(s, d, seeds["power"], analyses, lambda k=k: tick(f"K={k}"))
         grid = {
@@ -368,14 +457,35 @@ def run_design(
     plan_design = _design(
         _cycled(sched.sessions, n_plan), metric_vals, el, s.primary_metric, s.missing
     )
-    planned_rows = _power_all(s, plan_design, seeds["power"], analyses, lambda: None)
+    planned_rows = _power_all(s, plan_design, seeds["power"], analyses, lambda: tick("planned"))
+    # the same under a curved truth, and the straight-line D-optimal selection under both
+    variants: list[tuple[str, list[PowerResult]]] = []
+    planned_queues = _cycled(sched.sessions, n_plan)
+    options = [("planned", metric_vals)]
+    if alternative is not None:
+        options.append((f"d_linear_k{s.n_puzzles}", el.iloc[alternative][s.primary_metric]))
+    for label, vals in options:
+        for truth in ("linear", s.curved_truth):
+            if (label, truth) == ("planned", "linear"):
+                continue
+            d = _design(planned_queues, np.asarray(vals, dtype=float), el, s.primary_metric,
+                        s.missing, truth)  # fmt: skip
+            name = label if truth == "linear" else f"{label}, curved truth ({truth})"
+            variants.append(
+                (name, _power_all(s, d, seeds["power"], analyses, lambda n=name: tick(n)))
+            )
+    # the estimand: the Spearman rho a study of the chosen puzzles estimates
+    estimands = {"planned": expected_sample_rho(plan_design, s.rho, seed=seeds["power"])}
+    for label, vals in options[1:]:
+        d = _design(planned_queues, np.asarray(vals, dtype=float), el, s.primary_metric, s.missing)
+        estimands[label] = expected_sample_rho(d, s.rho, seed=seeds["power"])
     ref_rows: list[PowerResult] = []
     balance_rows = []
-    n_blocks = -(-n_plan // sched.block_size)
+    n_blocks = len(sched.sessions) // sched.block_size
     for b in range(1, n_blocks + 1):
         balance_rows.append(
             schedule_balance(
-                sched.sessions, s.n_puzzles, f"planned: {b} block(s)", b * sched.block_size
+                sched.sessions, s.n_puzzles, f"schedule: {b} block(s)", b * sched.block_size
             )
         )
     planned_balance = schedule_balance(
@@ -385,6 +495,7 @@ def run_design(
     if reference is not None:
         rd = _reference_design(reference, s.missing, el, s.primary_metric)
         ref_rows = _power_all(s, rd, seeds["power"], analyses, lambda: tick("reference"))
+        estimands[reference.name] = expected_sample_rho(rd, s.rho, seed=seeds["power"])
         if reference.schedule is not None:
             balance_rows.append(
                 schedule_balance(
@@ -394,11 +505,15 @@ def run_design(
                     reference.served,
                 )
             )
-            balance_rows.append(
-                schedule_balance(
-                    rd.queues, len(reference.metrics), f"{reference.name}: all sessions"
-                )
+        balance_rows.append(
+            schedule_balance(
+                rd.queues,
+                len(reference.metrics),
+                f"{reference.name}: sessions actually served"
+                if reference.sessions is not None
+                else f"{reference.name}: reconstructed from the schedule file",
             )
+        )
     maximal_row = None
     if s.maximal_replications:
         maximal_row = maximal_power(
@@ -407,10 +522,18 @@ def run_design(
         tick("maximal")
 
     # -- tables ------------------------------------------------------------------------------
+    def with_estimand(design: str, r: PowerResult) -> dict[str, Any]:
+        row = {"design": design, **r.row()}
+        base = design.split(",")[0]
+        if r.analysis == "spearman_bt" and base in estimands and "curved" not in design:
+            row["expected_sample_rho"], row["expected_sample_rho_sd"] = estimands[base]
+        return row
+
     power_tab = pd.DataFrame(
-        [{"design": "planned", **r.row()} for r in planned_rows]
+        [with_estimand("planned", r) for r in planned_rows]
         + ([{"design": "planned", **maximal_row.row()}] if maximal_row else [])
-        + [{"design": reference.name if reference else "", **r.row()} for r in ref_rows]
+        + [with_estimand(name, r) for name, rows in variants for r in rows]
+        + [with_estimand(reference.name, r) for r in ref_rows if reference is not None]
     )
     curve_tab = pd.DataFrame(
         [{"curve": "participants", **r.row()} for r in curve]
@@ -442,10 +565,10 @@ def run_design(
         for i, (_, row) in enumerate(sel.iterrows())
     ]
     power_by = {r.analysis: r for r in planned_rows}
+    est_mean, est_sd = estimands["planned"]
     analyses_rec = []
     for name, kind, role, family in ANALYSES:
         r = power_by[name]
-        lo, hi = r.interval()
         analyses_rec.append(
             {
                 "name": name,
@@ -453,19 +576,22 @@ def run_design(
                 "role": role,
                 "family": family,
                 "model": _MODELS[name].format(m=s.primary_metric),
-                "test": _TESTS[name],
+                "test": _test_text(name, s),
                 "alpha": s.alpha,
                 "settings": _settings(name, s),
-                "power": {
-                    "participants": n_plan,
-                    "power": round(r.power, 6),
-                    "mc_ci": [round(lo, 6), round(hi, 6)],
-                    "replications": r.replications,
-                },
+                "power": power_record(r, n_plan)
+                | (
+                    {
+                        "estimand": f"population (pool) Spearman rho {s.rho:g}",
+                        "expected_sample_rho": round(est_mean, 2),
+                        "expected_sample_rho_sd": round(est_sd, 2),
+                    }
+                    if name == "spearman_bt"
+                    else {}
+                ),
             }
         )
     if maximal_row is not None:
-        lo, hi = maximal_row.interval()
         analyses_rec.append(
             {
                 "name": "moderation_maximal",
@@ -476,17 +602,17 @@ def run_design(
                 "test": f"REML; two-sided t test of metric:expertise with {s.maximal_df} df",
                 "alpha": s.alpha,
                 "settings": _settings("moderation_lmm", s),
-                "power": {
-                    "participants": n_plan,
-                    "power": round(maximal_row.power, 6),
-                    "mc_ci": [round(lo, 6), round(hi, 6)],
-                    "replications": maximal_row.replications,
-                },
+                "power": power_record(maximal_row, n_plan),
             }
         )
+    reach = (
+        f"the smallest number reaching power {s.target_power} for the primary analysis ({n_min})"
+        if planned is not None
+        else f"no design searched (up to {4 * max(s.participants)} participants) reaches power "
+        f"{s.target_power} for the primary analysis; the largest planned size ({n_min})"
+    )
     stop = (
-        f"Stop after {n_plan} complete sessions: the smallest number reaching power "
-        f"{s.target_power} for the primary analysis ({n_min}), rounded up to whole blocks of "
+        f"Stop after {n_plan} complete sessions: {reach}, rounded up to whole blocks of "
         f"{sched.block_size} sessions (each block is exactly position-balanced). Sessions that "
         "end incomplete or are excluded are replaced by serving the same schedule entry to "
         "the next participant. No interim analyses."
@@ -501,12 +627,17 @@ def run_design(
         created_by=f"nonolab design {_version()}",
         participants={"planned": int(n_plan), "stopping_rule": stop},
         selection={
-            "criterion": "D-optimal: det(X'X/K)^(1/q), X = [1, z(log1p(metric))...] over the "
-            "eligible pool",
+            "criterion": CRITERION_TEXT[s.criterion]
+            + (
+                "; at most ceil(K / 8) puzzles (or the fewest the pool allows) share a value"
+                if s.spread
+                else ""
+            ),
             "metrics": metrics,
             "constraints": s.constraints.record(),
-            "d_criterion": round(d_opt, 8),
-            "random_median": round(float(np.median(rand)), 8),
+            "d_criterion": round(float(crit.iloc[0]["d_criterion"]), 4),
+            "d_criterion_linear_optimum": round(d_opt, 4),
+            "random_median": round(float(np.median(rand)), 4),
         },
         analyses=tuple(analyses_rec),
         schedule_extra={
@@ -526,6 +657,7 @@ def run_design(
         "reached_target": planned is not None,
         "schedule_method": sched.method,
         "block_size": sched.block_size,
+        "warnings": warnings,
     }
     write_json(summary, out / "design.json")
     text = preregistration(
@@ -537,10 +669,19 @@ def run_design(
         balance_table(balance_rows),
         pd.DataFrame(smallest_rows),
         reference_preset,
+        warnings,
     )
     plan_mod._atomic_write(text, out / "preregistration.md")
     return summary
 
+
+CRITERION_TEXT = {
+    "d_linear": "D-optimal for straight-line effects: det(X'X/K)^(1/q), X = [1, "
+    "z(log1p(metric))...] over the eligible pool (puzzles at the ends of the range)",
+    "d_quadratic": "D-optimal for a quadratic in the primary metric beside the other "
+    "metrics' lines: X = [1, z, z^2 - 1, z(other metrics)...] over the eligible pool (puzzles "
+    "at both ends and in the middle, so that curvature can be seen)",
+}
 
 _MODELS = {
     "spearman_bt": "Spearman rho(BT log-strength of final ratings, {m})",
@@ -562,6 +703,42 @@ _TESTS = {
 }
 
 
+def _test_text(name: str, s: DesignSettings) -> str:
+    """Return the planned test of analysis ``name`` with the conventions that decide it."""
+    if name == "spearman_bt":
+        return _TESTS[name] + (
+            "; no Bradley-Terry estimate (win graph not strongly connected): not significant"
+        )
+    if s.boundary == "lmertest":
+        return _TESTS[name] + (
+            "; a fit with a variance component at 0 is tested with the df of the model without "
+            "it (lmerTest's convention)"
+        )
+    return _TESTS[name] + "; a fit with a variance component at 0 (no df): not significant"
+
+
+def power_record(r: PowerResult, participants: int) -> dict[str, Any]:
+    """Return the plan's record of one power: the power and its Monte-Carlo 95% interval
+    (3 decimals: the precision a few hundred replications support), the replications, the
+    share whose test is undefined (counted as not significant) and why, and for mixed models
+    the share of boundary fits and the power under lmerTest's convention."""
+    lo, hi = r.interval()
+    out: dict[str, Any] = {
+        "participants": int(participants),
+        "power": round(r.power, 3),
+        "mc_ci": [round(lo, 3), round(hi, 3)],
+        "replications": r.replications,
+        "counted_not_significant": {
+            "share": round(r.undefined_share, 3),
+            "reason": r.undefined_reason or "fit failed",
+        },
+    }
+    if r.boundary_share is not None:
+        out["boundary_share"] = round(r.boundary_share, 3)
+        out["power_lmertest_convention"] = round(r.power_lmertest or 0.0, 3)
+    return out
+
+
 def _settings(name: str, s: DesignSettings) -> dict[str, Any]:
     base = {"metric": s.primary_metric, "metric_transform": "log1p_z", "missing": s.missing}
     if name == "spearman_bt":
@@ -578,16 +755,48 @@ def _settings(name: str, s: DesignSettings) -> dict[str, Any]:
 
 
 def _design(
-    queues: np.ndarray, vals: np.ndarray, pool: pd.DataFrame, metric: str, missing: float
+    queues: np.ndarray,
+    vals: np.ndarray,
+    pool: pd.DataFrame,
+    metric: str,
+    missing: float,
+    truth: str = "linear",
 ) -> Design:
     """Return the :class:`Design` of ``queues`` over puzzles with ``metric`` counts ``vals``,
-    latent difficulty on ``pool``'s scale."""
+    latent difficulty on ``pool``'s scale: linear in it, or (``truth`` ``tanh``) in
+    ``tanh`` of it, re-standardised over the pool (:func:`curved`)."""
     scores, z = pool_scales(pool, metric, vals)
+    if truth != "linear":
+        ps, pz = pool_scales(pool, metric, pool[metric].to_numpy(dtype=float))
+        scores, z = curved(scores, ps, truth), curved(z, pz, truth)
     return Design(queues, vals, missing, scores, z)
 
 
+def curved(v: np.ndarray, pool_v: np.ndarray, truth: str = "tanh") -> np.ndarray:
+    """Return the curved truth's latent scale: ``f(v)`` standardised with the mean and SD of
+    ``f`` over the pool's values ``pool_v`` (``f = tanh``: steepest in the middle of the pool,
+    flat at both ends, where a straight-line design puts its puzzles)."""
+    if truth != "tanh":
+        raise ValueError(f"unknown curved truth {truth!r} (known: tanh)")
+    f, fp = np.tanh(v), np.tanh(pool_v)
+    return (f - fp.mean()) / fp.std()
+
+
+#: the fewest sessions a design's schedule holds (whole blocks, each exactly balanced)
+SCHEDULE_SESSIONS = 600
+
+
+def schedule_length(k: int, searched: int) -> int:
+    """Return the number of sessions to schedule for ``k`` puzzles: at least
+    :data:`SCHEDULE_SESSIONS` and ``searched`` (the largest design the power search may
+    visit), rounded up to whole blocks of ``k``."""
+    n = max(SCHEDULE_SESSIONS, searched, k)
+    return -(-n // k) * k
+
+
 def _cycled(sessions: np.ndarray, n: int) -> np.ndarray:
-    """Return the first ``n`` sessions, repeating the schedule when it is shorter."""
+    """Return the first ``n`` sessions (a reference schedule shorter than ``n`` is repeated;
+    the designed schedules are long enough, :func:`schedule_length`)."""
     return sessions[np.arange(n) % len(sessions)]
 
 

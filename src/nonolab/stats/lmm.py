@@ -23,7 +23,8 @@ Public entry points:
 * :func:`reml_fit_arrays` (direct REML fit on arrays: simulations, and a bootstrap refit the
   batched fit leaves);
 * :func:`reml_fit_batch` (REML fits of many responses with one design: the bootstrap refits,
-  from :func:`simulate_responses`).
+  from :func:`simulate_responses`; or each with its own rows and fixed effects, ``keep``: the
+  design's independent power simulations).
 
 The bootstrap refits share the design, so the design's share of the sufficient statistics is
 computed once and the profiled criterion, with its exact gradient and Hessian in the relative
@@ -811,11 +812,61 @@ class _CrossBatch:
             G=G,
         )
 
+    @classmethod
+    def of_each(
+        cls, Y: np.ndarray, X: np.ndarray, codes: Sequence[np.ndarray], keep: np.ndarray
+    ) -> _CrossBatch:
+        """Build from responses ``Y`` (B x n) that each use their own rows and fixed effects:
+        ``keep`` (B x n booleans: the rows response ``b`` uses), ``X`` (B x n x p, or n x p
+        shared) and one integer code vector (n) per random intercept, shared. The statistics
+        of response ``b`` are those :meth:`of` gives for ``Y[b][keep[b]]``, ``X[b][keep[b]]``
+        and the codes' kept rows; ``n`` (B) and ``mult`` (B x counts) are then per response.
+        """
+        Y = np.atleast_2d(np.asarray(Y, dtype=float))
+        B, n = Y.shape
+        X = np.asarray(X, dtype=float)
+        X = np.broadcast_to(X, (B, *X.shape)) if X.ndim == 2 else X
+        p = X.shape[2]
+        w = np.asarray(keep, dtype=float)
+        codes = [np.asarray(k, dtype=np.intp) for k in codes]
+        if not codes or any(k.ndim != 1 or len(k) != n or (k < 0).any() for k in codes):
+            raise ValueError("_CrossBatch needs one non-negative code vector per factor")
+        sizes = [int(k.max()) + 1 for k in codes]
+        e = max(range(len(codes)), key=lambda j: (sizes[j], -j))
+        rest = [j for j in range(len(codes)) if j != e]
+        Zr = np.concatenate([np.eye(sizes[j])[codes[j]] for j in rest], axis=1)
+        m = Zr.shape[1] + p + 1
+        R = np.empty((B, n, m))
+        R[:, :, : Zr.shape[1]] = Zr
+        R[:, :, Zr.shape[1] : -1] = X
+        R[:, :, -1] = Y
+        R *= w[:, :, None]  # a 0/1 weight: R' diag(w) R = (wR)'(wR)
+        RtR = np.einsum("bni,bnj->bij", R, R)
+        Ze = sparse.csr_matrix((np.ones(n), (np.arange(n), codes[e])), shape=(n, sizes[e]))
+        S = np.asarray(Ze.T @ R.transpose(1, 0, 2).reshape(n, B * m)).reshape(sizes[e], B, m)
+        per_level = np.asarray(Ze.T @ w.T).T.round().astype(np.intp)  # B x levels
+        counts, inv = np.unique(per_level, return_inverse=True)
+        onehot = np.zeros((B, sizes[e], len(counts)))
+        np.put_along_axis(onehot, inv.reshape(B, sizes[e])[:, :, None], 1.0, axis=2)
+        G = np.einsum("lbi,blg,lbj->bgij", S, onehot, S, optimize=True)
+        return cls(
+            n=w.sum(axis=1),
+            p=p,
+            e=e,
+            k=len(codes),
+            counts=counts.astype(float),
+            mult=onehot.sum(axis=1),
+            col_factor=np.concatenate([np.full(sizes[j], j) for j in rest]).astype(np.intp),
+            RtR=RtR,
+            G=G,
+        )
+
     def take(self, idx: np.ndarray) -> _CrossBatch:
         """Return the batch restricted to the responses ``idx``."""
+        per = np.ndim(self.n) == 1  # per-response n and mult (:meth:`of_each`)
         return _CrossBatch(
-            self.n, self.p, self.e, self.k, self.counts, self.mult, self.col_factor,
-            self.RtR[idx], self.G[idx],
+            self.n[idx] if per else self.n, self.p, self.e, self.k, self.counts,
+            self.mult[idx] if per else self.mult, self.col_factor, self.RtR[idx], self.G[idx],
         )  # fmt: skip
 
 
@@ -863,7 +914,12 @@ def _batch_criterion(cb: _CrossBatch, phi: np.ndarray) -> tuple[np.ndarray, np.n
     s = N[:, -1, -1] - (N[:, -1:, :-1] @ u)[:, 0, 0]
     bad |= ~(s > 0)
     with np.errstate(divide="ignore", invalid="ignore"):
-        f = np.log(den) @ cb.mult + ld_a + dfr * np.log(s) + dfr * (1 + np.log(2 * np.pi / dfr))
+        f = (
+            (np.log(den) * cb.mult).sum(axis=-1)
+            + ld_a
+            + dfr * np.log(s)
+            + dfr * (1 + np.log(2 * np.pi / dfr))
+        )
     f = np.where(bad | ~np.isfinite(f), np.inf, f)
     s = np.where(bad, 1.0, s)
     Ni = np.empty((B, m, m))
@@ -883,14 +939,15 @@ def _batch_criterion(cb: _CrossBatch, phi: np.ndarray) -> tuple[np.ndarray, np.n
             dN[:, j, rows] = M[:, rows]
             d2N[:, j, e, rows] = d2N[:, e, j, rows] = dM_e[:, rows]
     grad = np.zeros((B, k))
-    grad[:, e] = (cb.counts / den) @ cb.mult
+    grad[:, e] = (cb.counts / den * cb.mult).sum(axis=-1)
     hess = np.zeros((B, k, k))
-    hess[:, e, e] = -((cb.counts / den) ** 2 @ cb.mult)
-    for w, ni, t in ((dfr, Ni, m), (1 - dfr, NAi, m - 1)):
+    hess[:, e, e] = -(((cb.counts / den) ** 2) * cb.mult).sum(axis=-1)
+    for w_, ni, t in ((dfr, Ni, m), (1 - dfr, NAi, m - 1)):
+        w = np.broadcast_to(np.asarray(w_, dtype=float), (B,))[:, None]
         P = ni[:, None] @ dN[:, :, :t, :t]
         Pt = P.transpose(0, 1, 3, 2)
         grad += w * np.trace(P, axis1=2, axis2=3)
-        hess += w * (
+        hess += w[:, :, None] * (
             (d2N[:, :, :, :t, :t] * ni.transpose(0, 2, 1)[:, None, None]).sum(axis=(3, 4))
             - (P[:, :, None] * Pt[:, None]).sum(axis=(3, 4))
         )
@@ -1006,6 +1063,7 @@ def reml_fit_batch(
     X: np.ndarray,
     codes: Sequence[np.ndarray],
     start: Sequence[float] | None = None,
+    keep: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """REML fits of ``y = X beta + sum Z_k u_k + e`` for every response ``y`` (row of ``Y``,
     B x n) with one design: ``X`` and one integer code vector per random intercept.
@@ -1022,8 +1080,15 @@ def reml_fit_batch(
     B (REML log-likelihood on lme4's scale) and B booleans (False: the optimisation stopped
     without converging or the criterion could not be evaluated; the other entries of that
     response are then not to be used).
+
+    ``keep`` (B x n booleans): each response uses only its own rows (the others are as if
+    absent: missing observations that differ between responses), and ``X`` may then be B x n
+    x p (each response's own fixed effects); the fits are those of the kept rows alone
+    (:meth:`_CrossBatch.of_each`).
     """
-    cb = _CrossBatch.of(Y, X, codes)
+    if keep is None and np.ndim(X) == 3:
+        keep = np.ones(np.shape(X)[:2], dtype=bool)
+    cb = _CrossBatch.of(Y, X, codes) if keep is None else _CrossBatch.of_each(Y, X, codes, keep)
     B, k = len(cb.RtR), cb.k
     if start is not None:
         starts = [np.maximum(np.asarray(start, dtype=float), 1e-2)]
@@ -1226,6 +1291,7 @@ def satterthwaite_df_batch(
     contrast: Sequence[float],
     *,
     reml: bool = True,
+    keep: np.ndarray | None = None,
 ) -> np.ndarray:
     """Return the Satterthwaite df (unitless) of ``contrast`` for every response of a batched
     fit (:func:`reml_fit_batch`: ``Y`` B x n, one design ``X`` and two intercept factors
@@ -1236,19 +1302,38 @@ def satterthwaite_df_batch(
     is on the boundary (below 1e-6 of the residual variance) or the Hessian is singular. The
     sufficient statistics of all responses are built in one pass (:class:`_CrossBatch`, the
     layout of :class:`_Cross`); per response only the O(m^3) derivative algebra remains.
+    ``keep`` (B x n booleans) and ``X`` of B x n x p: each response's own rows and fixed
+    effects, as :func:`reml_fit_batch` takes them.
     """
     import dataclasses
 
     cvec = np.asarray(contrast, dtype=float)
     Y = np.atleast_2d(np.asarray(Y, dtype=float))
     out = np.full(len(Y), np.nan)
-    base = _Cross.of(Y[0], X, codes)
-    cb = _CrossBatch.of(Y, X, codes)  # the same statistics, per response, in one pass
+    each = keep is not None or np.ndim(X) == 3  # per-response rows or fixed effects
+    if each:  # per-response rows and fixed effects: the statistics of each, in one pass
+        keep = np.ones(Y.shape, dtype=bool) if keep is None else np.asarray(keep, dtype=bool)
+        Xb = np.broadcast_to(np.asarray(X, dtype=float), (len(Y), *np.shape(X)[-2:]))
+        base = _Cross.of(Y[0], Xb[0], codes)  # the layout (all rows: the same levels)
+        cb = _CrossBatch.of_each(Y, Xb, codes, keep)
+    else:
+        base = _Cross.of(Y[0], X, codes)
+        cb = _CrossBatch.of(Y, X, codes)  # the same statistics, per response, in one pass
     for b in range(len(Y)):
         v = variances[b]
         if not np.all(np.isfinite(v)) or min(v[0], v[1]) < 1e-6 * max(v[2], 1e-300):
             continue
-        c = dataclasses.replace(base, RtR=cb.RtR[b], G=cb.G[b])
+        if each:
+            c = dataclasses.replace(
+                base,
+                n=int(cb.n[b]),
+                counts=cb.counts,
+                mult=cb.mult[b],
+                RtR=cb.RtR[b],
+                G=cb.G[b],
+            )
+        else:
+            c = dataclasses.replace(base, RtR=cb.RtR[b], G=cb.G[b])
         try:
             phi_cc, g, H, _ = _variance_derivatives(c, v[:2], v[2], cvec, reml=reml)
             A = 2 * np.linalg.inv(H)

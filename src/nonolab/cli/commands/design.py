@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from nonolab.cli.options import grid_size, positive_int
@@ -77,6 +78,9 @@ def _run(args: argparse.Namespace) -> int:
         lmm_replications=args.lmm_replications,
         maximal_replications=args.maximal_replications,
         maximal_df=args.maximal_df,
+        boundary=args.boundary,
+        criterion=args.criterion,
+        spread=not args.allow_ties,
         random_selections=args.random_selections,
         seed=args.seed,
         name=args.name,
@@ -99,14 +103,24 @@ def _run(args: argparse.Namespace) -> int:
             participants=args.reference_participants,
         )
     with Progress(None, "design") as bar:
+
+        def log(message: str) -> None:
+            # a terminal shows the note on the progress line; a log file gets one line each
+            if bar.enabled and not message.startswith("warning:"):
+                bar.set_note(message)
+            else:
+                print(f"design: {message}", file=sys.stderr, flush=True)
+
+        def step(i: int, n: int, note: str) -> None:
+            bar.total = n
+            bar.update(note=note)
+            if not bar.enabled:
+                print(f"design: power {i}/{n} {note}", file=sys.stderr, flush=True)
+
         summary = run_design(
-            s,
-            args.out,
-            reference=ref,
-            reference_preset=args.reference_preset,
-            log=lambda m: bar.set_note(m),
-            progress=lambda i, n, note: (setattr(bar, "total", n), bar.update(note=note)),
-        )
+            s, args.out, reference=ref, reference_preset=args.reference_preset,
+            log=log, progress=step,
+        )  # fmt: skip
     if not args.no_figures:
         write_design_figures(args.out, s.target_power)
     out = Path(args.out)
@@ -223,6 +237,28 @@ def register(sub: argparse._SubParsersAction) -> None:
         choices=("satterthwaite", "kenward_roger"),
         default="satterthwaite",
         help="df of the maximal model's test (default: %(default)s)",
+    )
+    p.add_argument(
+        "--boundary",
+        choices=("not_significant", "lmertest"),
+        default="not_significant",
+        help="how a mixed-model fit with a variance component at 0 is tested: counted as not "
+        "significant (the pipeline: no Satterthwaite df) or with the df of the model without "
+        "it (lmerTest); the power under the other is reported too (default: %(default)s)",
+    )
+    p.add_argument(
+        "--criterion",
+        choices=("d_quadratic", "d_linear"),
+        default="d_quadratic",
+        help="puzzle selection: D-optimal for a quadratic in the metric (puzzles over the "
+        "range, curvature visible) or for straight lines (puzzles at the extremes) "
+        "(default: %(default)s)",
+    )
+    p.add_argument(
+        "--allow-ties",
+        action="store_true",
+        help="let selected puzzles share a value of the primary metric freely (default: at "
+        "most ceil(K / 8) per value, or the fewest the pool allows)",
     )
     p.add_argument(
         "--random-selections",

@@ -66,13 +66,25 @@ def power_curve_figure(curve: pd.DataFrame, target: float | None = None) -> Figu
     return fig
 
 
+def _thin_blocks(balance: pd.DataFrame, keep: int = 6) -> pd.DataFrame:
+    """Return ``balance`` with at most ``keep`` of its per-block rows (``schedule: N
+    block(s)``, the first, the last and evenly spaced ones between): the table has one per
+    whole block of the schedule (600 sessions and more), too many to label."""
+    is_block = balance["design"].astype(str).str.startswith("schedule:")
+    idx = list(balance.index[is_block])
+    if len(idx) <= keep:
+        return balance
+    pick = {idx[round(i * (len(idx) - 1) / (keep - 1))] for i in range(keep)}
+    return balance[~is_block | balance.index.isin(pick)]
+
+
 def balance_figure(balance: pd.DataFrame) -> Figure:
     """Return the schedule balance (``design_balance.csv``) as ranges: for each design row the
     smallest to largest count of each puzzle in each position, and of each ordered pair served
     consecutively (carry-over); the dot is the mean count (equal counts: a dot without a bar)."""
     with style():
         fig, axes = new_figure(1, 2, width_in=DOUBLE_WIDTH_IN, height_in=2.4, sharey=True)
-        rows = balance.reset_index(drop=True)
+        rows = _thin_blocks(balance).reset_index(drop=True)
         y = list(range(len(rows)))
         k = rows["n_puzzles"]
         means = (
