@@ -32,6 +32,7 @@ include: "workflow/rules/behaviour_regressions.smk"
 include: "workflow/rules/figures.smk"
 include: "workflow/rules/simulate.smk"
 include: "workflow/rules/design.smk"
+include: "workflow/rules/measures.smk"
 
 
 rule all:

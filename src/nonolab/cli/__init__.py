@@ -54,6 +54,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "design",
         "plan a study: puzzles chosen for power, a balanced schedule, power, a plan",
     ),
+    "measures": (
+        "measures",
+        "which measures track difficulty, pooled over results folders (study as a random effect)",
+    ),
 }
 
 #: commands whose arguments after ``--`` are passed on unparsed, and the namespace attribute

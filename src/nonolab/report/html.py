@@ -623,6 +623,11 @@ def render_report(results_dir: str | os.PathLike) -> str:
         f'<div class="caption">{_caption_html("workflow", root, config)}</div></section>'
     )
     top.append(("about", "About this analysis"))
+    from nonolab.report.measures_section import measures_section
+
+    if (measures := measures_section(root)) is not None:
+        parts.append(measures[2])
+        top.append(measures[:2])
     toc_html = "".join(f'<li><a href="#{a}">{text(t)}</a></li>' for a, t in top)
     for key, heading in SECTIONS.items():
         if not items[key]:

@@ -5,8 +5,9 @@ Every encoding is a function ``encode(puzzle) -> Encoding``. Cell (r, c) is alwa
 auxiliary variables follow. Clause order is part of an encoding's definition, because CDCL
 statistics depend on it.
 
-Registered encodings (see :data:`ENCODINGS`): ``block_start`` (the paper's) and ``order``
-(ladder encoding, for large puzzles).
+Registered encodings (see :data:`ENCODINGS`): ``block_start`` (the paper's), ``order``
+(ladder encoding, for large puzzles) and ``regular`` (unrolled line automata: unit propagation
+is the complete line solver).
 """
 
 from __future__ import annotations
