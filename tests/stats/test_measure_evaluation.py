@@ -9,6 +9,7 @@ from sklearn.linear_model import LinearRegression
 from sklearn.model_selection import LeaveOneGroupOut, cross_val_predict
 
 from nonolab.stats.measure_evaluation import (
+    _loo_mse_puzzles,
     _loo_predictions,
     evaluate_measures,
     measure_status,
@@ -149,6 +150,13 @@ def test_loo_predictions_equal_sklearn_on_the_attempts():
     ref = cross_val_predict(LinearRegression(), x, y, groups=groups, cv=LeaveOneGroupOut())
     np.testing.assert_allclose(_loo_predictions(y, x, groups), ref, rtol=1e-9, atol=1e-9)
     np.testing.assert_allclose(_loo_predictions(y, x, groups, fast=True), ref, rtol=1e-9, atol=1e-9)
+    # the permutation test's puzzle-level path gives the same mean squared error
+    _keys, idx = np.unique(groups, return_inverse=True)
+    counts = np.bincount(idx).astype(float)
+    ybar = np.bincount(idx, weights=y) / counts
+    ss = np.bincount(idx, weights=(y - ybar[idx]) ** 2)
+    first = np.unique(idx, return_index=True)[1]
+    assert _loo_mse_puzzles(ybar, counts, ss, x[first]) == pytest.approx(np.mean((y - ref) ** 2))
     # intercept-only: the mean of the other puzzles' attempts
     got = _loo_predictions(y, np.empty((len(y), 0)), groups)
     for h in np.unique(groups):

@@ -80,7 +80,14 @@ def leaderboard_figure(board: pd.DataFrame, path: str | Path) -> None:
         handles = [
             plt.Line2D([], [], marker="o", ls="", color=c, label=k) for k, c in colours.items()
         ]
-        axes[1].legend(handles=handles, loc="lower right", fontsize=8, title="filled: q < 0.05")
+        fig.legend(
+            handles=handles,
+            loc="outside upper center",
+            ncols=3,
+            fontsize=8,
+            title="kind of measure (filled: family q < 0.05)",
+            title_fontsize=8,
+        )
     with atomic_path(Path(path)) as tmp:
         fig.savefig(tmp, format="png", dpi=110)
     plt.close(fig)

@@ -139,6 +139,23 @@ def _loo_predictions(
     return pred
 
 
+def _loo_mse_puzzles(ybar: np.ndarray, counts: np.ndarray, ss: np.ndarray, x: np.ndarray) -> float:
+    """Return the leave-one-puzzle-out mean squared error over the attempts, from puzzle-level
+    arrays: ``ybar`` (mean outcome), ``counts`` (attempts), ``ss`` (within-puzzle sum of squares
+    about the mean) and ``x`` (features, one row per puzzle). Equals the attempt-level value of
+    :func:`_loo_predictions` (sum over puzzles of ``ss + count * (ybar - prediction)^2``, over
+    the attempts); the permutation test's fast path."""
+    k = len(ybar)
+    a = np.column_stack([np.ones(k), x]) if x.shape[1] else np.ones((k, 1))
+    w = np.sqrt(counts)
+    total = float(ss.sum())
+    for g in range(k):
+        keep = np.arange(k) != g
+        beta = np.linalg.lstsq(a[keep] * w[keep, None], ybar[keep] * w[keep], rcond=None)[0]
+        total += counts[g] * (ybar[g] - a[g] @ beta) ** 2
+    return total / counts.sum()
+
+
 def _feature_matrix(cols: Sequence[np.ndarray], n: int) -> np.ndarray:
     """Stack the non-constant feature columns (a constant one adds nothing to an intercept and
     only makes the least-squares problem rank-deficient)."""
@@ -185,11 +202,17 @@ def out_of_sample(
     }
     per_puzzle = d.groupby(PUZZLE)[name].first().reindex(puzzles).to_numpy(dtype=float)
 
-    def model_mse(values: np.ndarray, fast: bool = True) -> float:
-        x = _feature_matrix([*base_cols, values[idx]], len(d))
-        return float(np.mean((y - _loo_predictions(y, x, groups, fast=fast)) ** 2))
+    counts = np.bincount(idx).astype(float)
+    ybar = np.bincount(idx, weights=y) / counts
+    ss = np.bincount(idx, weights=(y - ybar[idx]) ** 2)
+    first = np.unique(idx, return_index=True)[1]
+    base_puzzle = [c[first] for c in base_cols]
 
-    mse["model"] = model_mse(per_puzzle, fast=False)
+    def model_mse(values: np.ndarray) -> float:
+        return _loo_mse_puzzles(ybar, counts, ss, _feature_matrix([*base_puzzle, values], k))
+
+    x_obs = _feature_matrix([*base_cols, per_puzzle[idx]], len(d))
+    mse["model"] = float(np.mean((y - _loo_predictions(y, x_obs, groups)) ** 2))
     gain = mse["baseline"] - mse["model"]
     if k <= EXACT_MAX_PUZZLES:
         perms = [np.array(p) for p in itertools.permutations(range(k))]
@@ -199,7 +222,7 @@ def out_of_sample(
         perms = [rng.permutation(k) for _ in range(n_perm)]
         how = f"Monte Carlo permutation ({n_perm:,} seeded orderings of the puzzles)"
     # a tolerance for gains equal up to rounding (e.g. orderings that only swap tied values)
-    tol = 1e-12 * max(1.0, abs(gain))
+    tol = 1e-9 * max(1.0, mse["baseline"])
     hits = sum(mse["baseline"] - model_mse(per_puzzle[p]) >= gain - tol for p in perms)
     p = hits / len(perms) if k <= EXACT_MAX_PUZZLES else (1 + hits) / (1 + n_perm)
     return out | {
