@@ -119,6 +119,10 @@ class DesignSettings:
     #: SD of log1p(primary metric) over the puzzles of the study the fitted effects came from
     #: (their slopes are per that SD); None: the effects are on the pool's scale
     study_metric_sd: float | None = None
+    #: ``--discriminate``: measures the selection decorrelates, and the spread weight ``w``
+    #: (:mod:`nonolab.design.discriminate`); empty: D-optimal
+    discriminate: tuple[str, ...] = ()
+    discriminate_weight: float = 0.25
 
     def seeds(self) -> dict[str, int]:
         """Return the named seeds derived from :attr:`seed` (selection, schedule, power,
@@ -254,6 +258,13 @@ def run_design(
         )
         for k in ks
     }
+    disc = None
+    if s.discriminate:  # the discriminating criterion replaces D-optimality (its module)
+        from nonolab.design import discriminate as dsc
+
+        disc = dsc.discriminating_choice(
+            el, chosen, s.discriminate, s.n_puzzles, seeds["selection"], s.discriminate_weight
+        )
     sel = el.iloc[chosen[s.n_puzzles]].reset_index(drop=True)
     X = design_matrix(el, metrics)
     d_opt = float(
@@ -294,6 +305,8 @@ def run_design(
             )
             crit_rows[-1]["d_efficiency_same_k"] = crit_rows[-1]["d_criterion"] / d_ref_opt
     crit = pd.DataFrame(crit_rows)
+    if disc is not None:  # the selection at K is the discriminating one
+        crit["selection"] = crit["selection"].replace(f"d_optimal_k{s.n_puzzles}", disc.label)
     crit = crit[
         [c for c in COMPARISON_COLUMNS if c in crit]
         + [c for c in crit if c not in COMPARISON_COLUMNS]
@@ -464,6 +477,19 @@ def run_design(
                 },
             }
         )
+    if disc is not None:  # the measure contrast, at the planned design
+        c_rows = dsc.contrast_rows(
+            disc,
+            plan_design.queues,
+            s.rho,
+            s.replications,
+            seeds["power"],
+            s.rating,
+            s.alpha,
+            s.missing,
+        )
+        analyses_rec.append(dsc.analysis_record(disc, c_rows, n_plan, s.alpha))
+        write_table(pd.DataFrame(disc.rows()), tables / "design_discrimination.csv", **common)
     if maximal_row is not None:
         lo, hi = maximal_row.interval()
         analyses_rec.append(
@@ -507,6 +533,7 @@ def run_design(
             "constraints": s.constraints.record(),
             "d_criterion": round(d_opt, 8),
             "random_median": round(float(np.median(rand)), 8),
+            **(disc.record() if disc is not None else {}),
         },
         analyses=tuple(analyses_rec),
         schedule_extra={
@@ -538,6 +565,8 @@ def run_design(
         pd.DataFrame(smallest_rows),
         reference_preset,
     )
+    if disc is not None:
+        text += dsc.markdown(disc, c_rows)
     plan_mod._atomic_write(text, out / "preregistration.md")
     return summary
 
