@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -33,17 +34,21 @@ def _pool(seed: int, n: int, r: float, p: int = 2) -> np.ndarray:
     k=st.integers(6, 16),
 )
 def test_discriminating_selection_decorrelates_more_than_d_optimal(seed, r, k):
-    """On generated pools with correlated measures, the criterion's selection has a lower
-    |corr| than the D-optimal one (same candidates, same exchange) and keeps each measure's SD at
-    the floor (pool SD) or above."""
+    """On generated pools with correlated measures, the criterion with a spread weight below 1
+    has a lower |corr| than the D-optimal selection (w = 1 without floor: same candidates, same
+    exchange) and keeps each measure's SD at the floor (pool SD) or above."""
     Z = _pool(seed, 150, r)
-    disc = dc.select_discriminating(Z, k, seed=seed, starts=4)
+    disc = dc.select_discriminating(Z, k, seed=seed, starts=4, w=0.25)
     dopt = dc.select_discriminating(Z, k, seed=seed, starts=4, w=1.0, min_sd=1e-6)
     r_disc = abs(np.corrcoef(Z[disc].T)[0, 1])
     r_dopt = abs(np.corrcoef(Z[dopt].T)[0, 1])
     assert r_disc <= r_dopt + 1e-9
     assert r_disc < r  # below the pool's correlation
     assert Z[disc].std(0).min() >= dc.MIN_SD - 0.05
+    # each wins its own criterion
+    assert dc.criterion(Z[disc], w=0.25) >= dc.criterion(Z[dopt], w=0.25) - 1e-9
+    d_disc = dc.selection_row("d", Z[disc], "ab")["d_criterion"]
+    assert dc.selection_row("o", Z[dopt], "ab")["d_criterion"] >= d_disc - 1e-9
 
 
 def test_criterion_is_log_det_correlation_plus_weighted_spread():
@@ -101,6 +106,26 @@ def test_selection_refuses_too_few_puzzles():
         dc.select_discriminating(Z, 3)
     with pytest.raises(SelectionError, match="from 20 candidates"):
         dc.select_discriminating(Z, 21)
+
+
+def test_undefined_and_constant_measures_are_not_placed():
+    """Puzzles where a named measure is undefined are never chosen; a constant measure cannot
+    be decorrelated and is refused."""
+    rng = np.random.default_rng(4)
+    n = 80
+    el = pd.DataFrame({"conflicts": rng.poisson(5, n), "decisions": rng.poisson(9, n)})
+    el["conflicts"] = el["conflicts"].astype(float)
+    holes = [3, 17, 40]
+    el.loc[holes, "decisions"] = np.nan
+    chosen = {10: np.arange(10)}
+    disc = dc.discriminating_choice(el, chosen, ["conflicts", "decisions"], 10, seed=1)
+    assert not set(holes) & set(disc.chosen.tolist())
+    assert set(disc.d_optimal.tolist()) == set(range(10))  # the D-optimal one kept to compare
+    assert len(disc.rows()) == 2
+    with pytest.raises(SelectionError, match="only 77 eligible puzzles"):
+        dc.discriminating_choice(el, {78: np.arange(78)}, ["conflicts", "decisions"], 78, 1)
+    with pytest.raises(SelectionError, match="constant"):
+        dc.standardise(pd.DataFrame({"a": [1.0, 2.0, 3.0], "flat": [1.0, 1.0, 1.0]}))
 
 
 def test_parse_measures():
@@ -200,7 +225,7 @@ def test_decorrelated_design_has_more_contrast_power_than_a_correlated_one():
     more power than one where they move together (both drivers)."""
     Z = _pool(11, 300, 0.8)
     k = 18
-    disc = dc.select_discriminating(Z, k, seed=1, starts=3)
+    disc = dc.select_discriminating(Z, k, seed=1, starts=3, w=0.25)
     corr = np.argsort(Z.sum(1))[np.linspace(0, 299, k).astype(int)]  # along the diagonal
     assert abs(np.corrcoef(Z[corr].T)[0, 1]) > 0.9
     model = RatingModel()
@@ -218,3 +243,19 @@ def test_contrast_power_is_near_alpha_when_measures_coincide():
     vals = np.column_stack([Z[:24, 0], Z[:24, 0]])
     r = dc.contrast_power(_design(vals, np.column_stack([Z, Z])), 0, 0.6, 200, 1)
     assert r.power == 0.0
+
+
+def test_three_measures_the_driver_is_declared_against_each_other():
+    """With three decorrelated measures the intersection-union contrast declares the driver in
+    a share of studies no larger than it is merely picked (highest rho), and that share is
+    high with many participants."""
+    Z = _pool(8, 400, 0.5, p=3)
+    sel = dc.select_discriminating(Z, 24, seed=2, starts=2, w=0.25)
+    q = balanced_schedule(24, 3, 120, 1).sessions[:120]
+    scores = np.column_stack([dc.pool_normal_scores(Z[:, j], Z[sel, j]) for j in range(3)])
+    cd = dc.ContrastDesign(q, Z[sel], scores, ("a", "b", "c"))
+    for drv in range(3):
+        r = dc.contrast_power(cd, drv, 0.6, 200, 5)
+        assert r.power <= r.extra["picked_share"]
+        assert r.extra["picked_share"] > 0.8
+        assert r.extra["selection_max_abs_spearman"] < 0.3

@@ -33,10 +33,13 @@ def _code(argv: list[str]) -> int:
 @pytest.mark.slow
 def test_discriminate_plans_the_contrast_and_decorrelates(study_dir, tmp_path) -> None:
     out = tmp_path / "d"
-    assert main(_args(study_dir, out, "--discriminate", "conflicts,chain_rounds")) == 0
+    args = _args(study_dir, out, "--discriminate", "conflicts,chain_rounds")
+    assert main([*args, "--discriminate-weight", "0.25"]) == 0
     plan = load_plan(out / "plan.yaml")
     contrast = [a for a in plan.analyses if a["kind"] == "measure_contrast"]
     assert len(contrast) == 1 and 0 <= contrast[0]["power"]["power"] <= 1
+    assert plan.selection["discriminate"] == ["conflicts", "chain_rounds"]
+    assert plan.selection["discriminate_weight"] == 0.25
     text = (out / "preregistration.md").read_text()
     assert "## Which measure predicts better (measure contrast)" in text
     tab = pd.read_csv(out / "tables" / "design_discrimination.csv")

@@ -22,9 +22,13 @@ weighs decorrelation and spread equally. The discriminating criterion is::
     phi(S) = log det R_S + w sum_i log v_i - 10 sum_i max(0, log(s_min^2) - log v_i)
 
 ``det R_S`` is 1 exactly when the measures are uncorrelated over the selection and falls to 0
-as they become collinear; ``w`` (default 0.25; ``w = 1`` is D-optimality) keeps a reward for
-spread beyond it; the last term makes ``SD >= s_min`` (default 1: at least the spread of a
-random selection) a near-hard floor for every measure. It is maximised by a Fedorov exchange
+as they become collinear; ``w`` weighs each measure's spread against that (``w = 1``, the
+default, is D-optimality over the named measures; ``w < 1`` buys lower correlation at the cost
+of spread: ``--discriminate-weight``); the last term makes ``SD >= s_min`` (default 1: at least
+the spread of a random selection) a near-hard floor for every measure. On the public pool the
+default gave the contrast more power than ``w = 0.25`` (spread matters as much as
+decorrelation) and far more than the D-optimal selection over the SAT metrics alone
+(docs/designing-a-study.md, ``benchmarks/discriminate_bench.py``). It is maximised by a Fedorov exchange
 (:func:`exchange`: each selected puzzle in turn swapped for the candidate that most increases
 ``phi``, evaluated for every candidate at once by rank-one updates of the selection's sums, until
 no swap helps) from seeded random starts, the best kept (:func:`select_discriminating`).
@@ -57,8 +61,10 @@ from nonolab.design.selection import DEFAULT_METRICS, SelectionError
 from nonolab.stats.power import bt_win_counts, pearson_for_spearman, regularised_bt
 from nonolab.stats.ranking import strongly_connected_batch
 
-#: weight of the spread term (``w``), the spread floor in pool SDs (``s_min``) and its penalty
-SPREAD_WEIGHT = 0.25
+#: weight of the spread term (``w``; 1 = D-optimal over the named measures, the default: it
+#: gave the contrast the most power on the public pool, docs/designing-a-study.md), the spread
+#: floor in pool SDs (``s_min``) and its penalty
+SPREAD_WEIGHT = 1.0
 MIN_SD = 1.0
 FLOOR_PENALTY = 10.0
 
@@ -324,14 +330,14 @@ def _spearman_rows(x: np.ndarray, y: np.ndarray) -> np.ndarray:
 @dataclass(frozen=True)
 class ContrastDesign:
     """The design of the contrast: ``queues`` (participants x M puzzle indices 0..K-1),
-    ``values`` (K x 2: the two measures of the selected puzzles, analysis scale),
-    ``scores`` (K x 2: normal scores of their pool percentiles, on which latent difficulty
-    depends), ``names`` (the two measures) and ``missing`` (final-rating missing rate)."""
+    ``values`` (K x m: the m named measures of the selected puzzles, analysis scale),
+    ``scores`` (K x m: normal scores of their pool percentiles, on which latent difficulty
+    depends), ``names`` (the m measures) and ``missing`` (final-rating missing rate)."""
 
     queues: np.ndarray
     values: np.ndarray
     scores: np.ndarray
-    names: tuple[str, str]
+    names: tuple[str, ...]
     missing: float = 0.1
 
 
@@ -356,16 +362,22 @@ def contrast_power(
     alpha: float = 0.05,
     bt_ridge: float = 0.01,
 ) -> PowerResult:
-    """Return the power of the contrast when measure ``driver`` (0 or 1) drives difficulty at
-    population Spearman ``rho`` (module docstring): the share of replications where Williams'
-    two-sided p < ``alpha`` and the driver's Spearman correlation with BT difficulty is the
-    larger. A replication whose win graph is not strongly connected has no BT estimate: it
-    counts as failed and not rejected, as in :func:`nonolab.design.power.spearman_power`.
-    ``extra`` holds the mean Spearman correlations of BT difficulty with each measure and the
-    two measures' Spearman correlation over the selection."""
+    """Return the power of the contrast when measure ``driver`` (a column of
+    ``design.values``) drives difficulty at population Spearman ``rho`` (module docstring):
+    the share of replications where, against every other named measure, Williams' two-sided
+    p < ``alpha`` with the driver's Spearman correlation with BT difficulty the larger (with
+    two measures, the one test; with more, the intersection-union test "the driver predicts
+    better than each other measure", level ``alpha`` without correction). A replication whose
+    win graph is not strongly connected has no BT estimate: it counts as failed and not
+    rejected, as in :func:`nonolab.design.power.spearman_power`. ``extra``: ``driver``,
+    ``picked_share`` (share of replications where the driver simply has the highest Spearman
+    correlation, no test: the identifiability of the evaluation on these puzzles), the mean
+    Spearman correlation of BT difficulty with each measure, and the largest |Spearman| between
+    the driver and another measure over the selection."""
     model = model or RatingModel()
     q0 = design.queues
-    k, n_i = design.values.shape[0], q0.shape[0]
+    k, m = design.values.shape
+    n_i = q0.shape[0]
     rng = np.random.default_rng(_seed(seed, n_i, k, 35, driver))
     n_r = replications
     r = pearson_for_spearman(rho)
@@ -381,29 +393,35 @@ def contrast_power(
     wins = bt_win_counts(np.ascontiguousarray(q), ratings, k)
     score = regularised_bt(wins, bt_ridge)
     ok = strongly_connected_batch(wins > 0)
-    ra = _spearman_rows(design.values[:, 0], score)
-    rb = _spearman_rows(design.values[:, 1], score)
-    rab = float(stats.spearmanr(design.values[:, 0], design.values[:, 1]).statistic)
-    _, p = williams_batch(ra, rb, rab, k)
-    right = (ra > rb) if driver == 0 else (rb > ra)
-    p = np.where(ok, p, np.nan)
-    sig = (np.nan_to_num(p, nan=1.0) < alpha) & right
+    rhos = np.array([_spearman_rows(design.values[:, j], score) for j in range(m)])
+    r_d = rhos[driver]
+    sig = ok.copy()
+    picked = np.ones(n_r, dtype=bool)
+    sel_r = []
+    for j in range(m):
+        if j == driver:
+            continue
+        r_dj = float(stats.spearmanr(design.values[:, driver], design.values[:, j]).statistic)
+        sel_r.append(abs(r_dj))
+        _, p = williams_batch(r_d, rhos[j], r_dj, k)
+        sig &= (np.nan_to_num(p, nan=1.0) < alpha) & (r_d > rhos[j])
+        picked &= r_d > rhos[j]
     return PowerResult(
-        f"measure_contrast_{design.names[driver]}",
+        "measure_contrast",
         n_i,
         k,
         int(q0.shape[1]),
         rho,
         n_r,
         int(sig.sum()),
-        int(np.isnan(p).sum()),
+        int((~ok).sum()),
         alpha,
         seed,
         {
             "driver": design.names[driver],
-            f"mean_rho_{design.names[0]}": float(np.nanmean(ra)),
-            f"mean_rho_{design.names[1]}": float(np.nanmean(rb)),
-            "selection_spearman_ab": rab,
+            "picked_share": float(picked.mean()),
+            **{f"mean_rho_{n}": float(np.nanmean(rhos[j])) for j, n in enumerate(design.names)},
+            "selection_max_abs_spearman": max(sel_r),
         },
     )
 
@@ -412,33 +430,16 @@ def contrast_design(
     queues: np.ndarray,
     pool_values: pd.DataFrame,
     selected: Sequence[int],
-    names: tuple[str, str],
+    names: Sequence[str],
     missing: float,
 ) -> ContrastDesign:
     """Return the :class:`ContrastDesign` of the puzzles at positions ``selected`` of
-    ``pool_values`` (:func:`measure_frame` of the candidates) served by ``queues``."""
+    ``pool_values`` (:func:`measure_frame` of the candidates, every named measure defined)
+    served by ``queues``; latent difficulty on the candidates' percentiles."""
     vals = pool_values[list(names)].to_numpy(dtype=float)
     sel = vals[np.asarray(selected)]
-    scores = np.column_stack([pool_normal_scores(vals[:, j], sel[:, j]) for j in range(2)])
-    return ContrastDesign(np.asarray(queues), sel, scores, names, missing)
-
-
-__all__ = [
-    "ContrastDesign",
-    "contrast_design",
-    "contrast_power",
-    "criterion",
-    "criterion_scores",
-    "exchange",
-    "measure_frame",
-    "parse_measures",
-    "select_discriminating",
-    "selection_row",
-    "standardise",
-    "williams_batch",
-    "williams_test",
-    "zou_interval",
-]
+    scores = np.column_stack([pool_normal_scores(vals[:, j], sel[:, j]) for j in range(len(names))])
+    return ContrastDesign(np.asarray(queues), sel, scores, tuple(names), missing)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -533,32 +534,33 @@ def contrast_rows(
     alpha: float,
     missing: float,
 ) -> list[PowerResult]:
-    """Return the contrast's power (:func:`contrast_power`) at ``queues`` for the first two
-    named measures, each driver in turn, for the discriminating selection."""
-    pair = (disc.names[0], disc.names[1])
+    """Return the contrast's power (:func:`contrast_power`) at ``queues`` with each named
+    measure the driver in turn, for the discriminating selection."""
     cand = disc.frame.iloc[disc.defined].reset_index(drop=True)
     pos = {int(p): i for i, p in enumerate(disc.defined)}
-    cd = contrast_design(queues, cand, [pos[int(p)] for p in disc.chosen], pair, missing)
-    return [contrast_power(cd, d, rho, replications, seed, model, alpha) for d in (0, 1)]
+    cd = contrast_design(queues, cand, [pos[int(p)] for p in disc.chosen], disc.names, missing)
+    return [
+        contrast_power(cd, d, rho, replications, seed, model, alpha) for d in range(len(disc.names))
+    ]
 
 
 def analysis_record(
     disc: DesignDiscrimination, power: Sequence[PowerResult], participants: int, alpha: float
 ) -> dict[str, object]:
     """Return the plan's record of the contrast analysis (``kind`` ``measure_contrast``)."""
-    a, b = disc.names[0], disc.names[1]
     low = min(power, key=lambda r: r.power)
     lo, hi = low.interval()
     return {
-        "name": f"measure_contrast_{a}_vs_{b}",
+        "name": "measure_contrast_" + "_vs_".join(disc.names),
         "kind": "measure_contrast",
         "role": "secondary",
         "family": "measure contrast",
-        "model": f"rho_S(BT log-strength, {a}) - rho_S(BT log-strength, {b})",
-        "test": "Williams' t of two dependent correlations sharing the BT ranking (df K - 3), "
-        "two-sided; Zou's 95% interval for the difference",
+        "model": "rho_S(BT log-strength, m) for m in " + ", ".join(disc.names),
+        "test": "Williams' t of dependent correlations sharing the BT ranking (df K - 3), "
+        "two-sided, for each pair of measures; the best measure is declared when it beats "
+        "every other (intersection-union); Zou's 95% interval for each difference",
         "alpha": alpha,
-        "settings": {"rho": low.effect, "metric": f"{a},{b}"},
+        "settings": {"rho": low.effect, "metric": ",".join(disc.names)},
         "power": {
             "participants": int(participants),
             "power": round(low.power, 6),
@@ -573,7 +575,6 @@ def markdown(disc: DesignDiscrimination, power: Sequence[PowerResult]) -> str:
     """Return the pre-registration's section on the contrast (selection and power)."""
     from nonolab.core.tables import to_markdown
 
-    a, b = disc.names[0], disc.names[1]
     sel = pd.DataFrame(disc.rows())
     pw = pd.DataFrame(
         [
@@ -582,6 +583,7 @@ def markdown(disc: DesignDiscrimination, power: Sequence[PowerResult]) -> str:
                 "participants": r.n_participants,
                 "rho": r.effect,
                 "power": round(r.power, 3),
+                "picked_share": round(float(r.extra["picked_share"]), 3),
                 "mc_ci": f"[{r.interval()[0]:.3f}, {r.interval()[1]:.3f}]",
                 "replications": r.replications,
             }
@@ -597,9 +599,13 @@ def markdown(disc: DesignDiscrimination, power: Sequence[PowerResult]) -> str:
             f"(log det of their correlation matrix over the selection + {disc.weight} x the sum "
             "of their log variances, each SD at least the pool's; docs/designing-a-study.md), "
             "in place of the D-optimal selection.",
-            f"* Test: Williams' t (df K - 3) of rho_S(BT difficulty, {a}) = rho_S(BT "
-            f"difficulty, {b}), two-sided, with Zou's 95% interval for the difference; "
-            "family: measure contrast (one test, no correction).",
+            "* Test: Williams' t (df K - 3) of rho_S(BT difficulty, A) = rho_S(BT difficulty, "
+            "B) for each pair of the measures, two-sided, with Zou's 95% interval for each "
+            "difference; a measure is declared the better predictor when it beats every other "
+            "(intersection-union test; family: measure contrast, no correction). Power: the "
+            "share of simulated studies, each measure in turn driving difficulty, in which the "
+            "driver is declared; picked_share: the share in which it merely has the highest "
+            "correlation.",
             "",
             "### Decorrelation over the selection",
             "",

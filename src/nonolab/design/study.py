@@ -122,7 +122,7 @@ class DesignSettings:
     #: ``--discriminate``: measures the selection decorrelates, and the spread weight ``w``
     #: (:mod:`nonolab.design.discriminate`); empty: D-optimal
     discriminate: tuple[str, ...] = ()
-    discriminate_weight: float = 0.25
+    discriminate_weight: float = 1.0
 
     def seeds(self) -> dict[str, int]:
         """Return the named seeds derived from :attr:`seed` (selection, schedule, power,

@@ -279,9 +279,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--discriminate-weight",
         type=float,
-        default=0.25,
+        default=1.0,
         help="weight of the measures' spread against their decorrelation (1: D-optimal over "
-        "them; default: %(default)s)",
+        "them, the most contrast power on the public pool; below 1: less correlated, less "
+        "spread; default: %(default)s)",
     )
     p.add_argument("--seed", type=int, default=20261205, help="master seed (default: %(default)s)")
     p.add_argument("--name", default="next-study", help="the plan's name (default: %(default)s)")
