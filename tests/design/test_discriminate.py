@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from scipy import stats
 
 from nonolab.design import discriminate as dc
 from nonolab.design.power import RatingModel
@@ -159,8 +160,6 @@ def test_williams_t_by_hand():
     assert det == pytest.approx(0.62)
     assert t == pytest.approx(t_hand, rel=1e-12)
     assert t == pytest.approx(1.4378, abs=1e-4)  # 0.2 * sqrt(68.6 / 1.32733)
-    from scipy import stats
-
     assert p == pytest.approx(2 * stats.t.sf(t_hand, 47), rel=1e-12)
     assert math.isnan(dc.williams_test(ra, rb, rab, 3)[0])  # undefined at n <= 3
 
@@ -199,6 +198,23 @@ def test_williams_size_at_the_null_by_simulation():
     intervals = [dc.zou_interval(a, b, c, n) for a, b, c in zip(ra, rb, rab, strict=True)]
     cover = np.mean([lo <= 0 <= hi for lo, hi in intervals])
     assert abs(cover - 0.95) < 4 * math.sqrt(0.95 * 0.05 / reps)
+
+
+@pytest.mark.parametrize("n", [6, 24])
+def test_williams_on_spearman_correlations_holds_its_size(n):
+    """The contrast applies Williams' t to Spearman correlations (as the pipeline ranks): at
+    rho(y,a) = rho(y,b) its rejection rate is alpha within Monte-Carlo error, also at the
+    paper's six puzzles."""
+    rng = np.random.default_rng(n)
+    reps = 4000
+    cov = np.array([[1, 0.4, 0.4], [0.4, 1, 0.5], [0.4, 0.5, 1]])
+    ranks = stats.rankdata(rng.multivariate_normal(np.zeros(3), cov, (reps, n)), axis=1)
+    ranks -= ranks.mean(axis=1, keepdims=True)
+    c = np.einsum("rni,rnj->rij", ranks, ranks)
+    d = np.sqrt(np.einsum("rii->ri", c))
+    c = c / (d[:, :, None] * d[:, None, :])
+    _, p = dc.williams_batch(c[:, 0, 1], c[:, 0, 2], c[:, 1, 2], n)
+    assert abs((p < 0.05).mean() - 0.05) < 4 * math.sqrt(0.05 * 0.95 / reps)
 
 
 def test_williams_has_power_off_the_null():
