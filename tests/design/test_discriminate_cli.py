@@ -52,6 +52,11 @@ def test_discriminate_plans_the_contrast_and_decorrelates(study_dir, tmp_path) -
     m = measure_frame(served.reset_index(drop=True), ["conflicts", "chain_rounds"])
     r = abs(np.corrcoef(m.to_numpy().T)[0, 1])
     assert r == pytest.approx(disc["max_abs_correlation"], abs=1e-9)
+    # deterministic for a seed
+    again = tmp_path / "again"
+    assert main([*_args(study_dir, again, *args[-2:]), "--discriminate-weight", "0.25"]) == 0
+    for name in ("plan.yaml", "preregistration.md", "tables/design_discrimination.csv"):
+        assert (out / name).read_bytes() == (again / name).read_bytes(), name
 
 
 @pytest.mark.parametrize(

@@ -278,6 +278,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--discriminate-weight",
+        metavar="W",
         type=float,
         default=1.0,
         help="weight of the measures' spread against their decorrelation (1: D-optimal over "
