@@ -137,6 +137,10 @@ class DesignSettings:
     #: what is known of the study the fitted effects came from (``n_puzzles``, ``sizes``,
     #: ``participants``; :func:`nonolab.design.effects.effects_from_results`)
     effect_study: dict[str, Any] | None = None
+    #: ``--discriminate``: measures the selection decorrelates, and the spread weight ``w``
+    #: (:mod:`nonolab.design.discriminate`); empty: D-optimal
+    discriminate: tuple[str, ...] = ()
+    discriminate_weight: float = 1.0
 
     def seeds(self) -> dict[str, int]:
         """Return the named seeds derived from :attr:`seed` (selection, schedule, power,
@@ -332,6 +336,13 @@ def run_design(
         return select_puzzles(el, k, ms, seed=seeds["selection"], criterion=c, distinct=spread)
 
     chosen = {k: select(k, s.criterion, s.spread) for k in ks}
+    disc = None
+    if s.discriminate:  # the discriminating criterion replaces D-optimality (its module)
+        from nonolab.design import discriminate as dsc
+
+        disc = dsc.discriminating_choice(
+            el, chosen, s.discriminate, s.n_puzzles, seeds["selection"], s.discriminate_weight
+        )
     sel = el.iloc[chosen[s.n_puzzles]].reset_index(drop=True)
     X = design_matrix(el, metrics)
     linear = select(s.n_puzzles, "d_linear", False)  # the straight-line D-optimum
@@ -379,6 +390,8 @@ def run_design(
             )
             crit_rows[-1]["d_efficiency_same_k"] = crit_rows[-1]["d_criterion"] / d_ref_opt
     crit = pd.DataFrame(crit_rows)
+    if disc is not None:  # the selection at K is the discriminating one
+        crit["selection"] = crit["selection"].replace(sel_name, disc.label)
     crit = crit[
         [c for c in COMPARISON_COLUMNS if c in crit]
         + [c for c in crit if c not in COMPARISON_COLUMNS]
@@ -591,6 +604,19 @@ def run_design(
                 ),
             }
         )
+    if disc is not None:  # the measure contrast, at the planned design
+        c_rows = dsc.contrast_rows(
+            disc,
+            plan_design.queues,
+            s.rho,
+            s.replications,
+            seeds["power"],
+            s.rating,
+            s.alpha,
+            s.missing,
+        )
+        analyses_rec.append(dsc.analysis_record(disc, c_rows, n_plan, s.alpha))
+        write_table(pd.DataFrame(disc.rows()), tables / "design_discrimination.csv", **common)
     if maximal_row is not None:
         analyses_rec.append(
             {
@@ -638,6 +664,7 @@ def run_design(
             "d_criterion": round(float(crit.iloc[0]["d_criterion"]), 4),
             "d_criterion_linear_optimum": round(d_opt, 4),
             "random_median": round(float(np.median(rand)), 4),
+            **(disc.record() if disc is not None else {}),
         },
         analyses=tuple(analyses_rec),
         schedule_extra={
@@ -671,6 +698,8 @@ def run_design(
         reference_preset,
         warnings,
     )
+    if disc is not None:
+        text += dsc.markdown(disc, c_rows)
     plan_mod._atomic_write(text, out / "preregistration.md")
     return summary
 

@@ -35,6 +35,7 @@ def _without_rho(sources: tuple) -> tuple:
 
 
 def _run(args: argparse.Namespace) -> int:
+    from nonolab.design.discriminate import parse_measures
     from nonolab.design.options import (
         check_design_options,
         check_effect_models,
@@ -84,6 +85,8 @@ def _run(args: argparse.Namespace) -> int:
         random_selections=args.random_selections,
         seed=args.seed,
         name=args.name,
+        discriminate=parse_measures(args.discriminate) if args.discriminate else (),
+        discriminate_weight=args.discriminate_weight,
     )
     s = settings_with_effects(
         s,
@@ -301,6 +304,22 @@ def register(sub: argparse._SubParsersAction) -> None:
         type=positive_int,
         default=67,
         help="participants of the reference study (default: %(default)s)",
+    )
+    p.add_argument(
+        "--discriminate",
+        metavar="MEASURE,MEASURE",
+        help="choose the puzzles so that these registry measures (or pool SAT columns) are "
+        "decorrelated while keeping their spread, and plan the contrast of which predicts "
+        "difficulty better (docs/designing-a-study.md)",
+    )
+    p.add_argument(
+        "--discriminate-weight",
+        metavar="W",
+        type=float,
+        default=1.0,
+        help="weight of the measures' spread against their decorrelation (1: D-optimal over "
+        "them, the most contrast power on the public pool; below 1: less correlated, less "
+        "spread; default: %(default)s)",
     )
     p.add_argument("--seed", type=int, default=20261205, help="master seed (default: %(default)s)")
     p.add_argument("--name", default="next-study", help="the plan's name (default: %(default)s)")
