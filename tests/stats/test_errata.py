@@ -520,6 +520,11 @@ def test_the_family_deciding_a_verdict_is_shown():
     got = errata.errata_summary(errata.errata_table([row]))
     assert got["family_decided"] == 1 and got["family_decided_verdicts"] == ["theme x FDR p"]
     assert "family decides 1 verdict (theme x FDR p)" in errata.errata_summary_text(got)
+    # a flip that only the adjusted verdicts show is decided by the family too
+    only_adj = _judged("y", "error", (0.004, 0.03, 0.04, 0.15), (1, 1), verdict="m; term")
+    got = errata.errata_summary(errata.errata_table([only_adj]))
+    assert got["family_decided_verdicts"] == ["m; term"]
+    assert "(term in m)" in errata.errata_summary_text(got)
 
 
 def test_registry_matches_the_verdict_names_the_rows_write():

@@ -266,8 +266,9 @@ def verdict_table(errata: pd.DataFrame) -> pd.DataFrame:
     ``conclusion`` (registered key or ""), ``rows`` (its evidence rows), ``category`` (the
     strongest ``change_category`` of its rows), ``unadjusted_changes`` (the unadjusted verdict
     under the rule changes), ``family_decides`` (the adjusted verdict of one side depends on the
-    multiplicity family: its rows' families disagree, or the same test is adjusted in two
-    families that disagree) and ``quantities`` (the rows, joined by "; ")."""
+    multiplicity family: its rows' families disagree, the same test is adjusted in two
+    families that disagree, or its significance changes only after the adjustment) and
+    ``quantities`` (the rows, joined by "; ")."""
     cols = ["verdict", "conclusion", "rows", "category", "unadjusted_changes", "family_decides"]
     if not len(errata) or "verdict" not in errata.columns:
         return pd.DataFrame(columns=[*cols, "quantities"])
@@ -287,6 +288,9 @@ def verdict_table(errata: pd.DataFrame) -> pd.DataFrame:
         pa = g["significant_published_adjusted"].map(_flag)
         pb = g["significant_corrected_adjusted"].map(_flag)
         fam |= bool((same_test & pa.notna() & pb.notna() & (pa != pb)).any())
+        # a significance change that the unadjusted verdicts do not show exists only through
+        # the family the p-values are adjusted in
+        fam |= cat == "significance" and not unadj
         out.append(
             {
                 "verdict": v,
@@ -371,7 +375,11 @@ def errata_summary_text(summary: Mapping, alpha: float = 0.05) -> str:
     flips = vc["significance"] + vc["direction"]
 
     def names(items: Sequence[str]) -> str:
-        return "; ".join(items)
+        words = []
+        for v in items:
+            model, _, term = v.rpartition("; ")
+            words.append(f"{term} in {model}" if model else v)
+        return "; ".join(words)
 
     text = (
         f"{summary['published_rows']} published numbers change. As verdicts (one per model "
@@ -800,9 +808,10 @@ def pause_rows(
         span = _order_values(record, key)
         if span is not None:
             lo, hi = span
+            n_pub = (od.get("published_settings") or {}).get("n_orders", od["n_orders"])
             row_evidence += (
                 f"; the published settings give {lo:,.{dec + 1}f} to {hi:,.{dec + 1}f} over "
-                f"{od['n_orders']} random orders of the same gaps"
+                f"{n_pub} random orders of the same gaps"
             )
             if round(lo, dec) != round(hi, dec):
                 label_evidence = "not reproducible"
