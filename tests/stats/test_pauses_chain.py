@@ -79,9 +79,14 @@ def check_record(rec: dict, gaps: np.ndarray) -> None:
 
 @pytest.mark.parametrize("seed", range(24))
 def test_generated_studies_always_end_in_a_threshold(seed):
+    import matplotlib.pyplot as plt
+
+    from nonolab.report.figures.pauses import plot_gap_distribution
+
     gaps, how = generated_case(seed)
     rec = pause_threshold(gaps, **FAST)
     check_record(rec, gaps)
+    plt.close(plot_gap_distribution(gaps, rec))  # the figure of every record draws
     n_pos = int((gaps > 0).sum())
     if len(gaps) < 2 * pauses.MIN_GAPS_PER_COMPONENT:  # (a coarse clock's zeros are fitted)
         assert rec["threshold_provenance"]["step"] == "fixed", how
