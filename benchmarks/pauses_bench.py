@@ -65,8 +65,9 @@ def run(src: Path, study: str) -> dict:
         env=env,
         capture_output=True,
         text=True,
-        check=True,
     )
+    if out.returncode:
+        raise SystemExit(f"benchmark child ({src}) failed:\n{out.stderr[-3000:]}")
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 

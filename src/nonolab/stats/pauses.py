@@ -1447,8 +1447,9 @@ def threshold_sentences(
         )
         out.append(f"Mass points flagged: {pts}; {moved}.")
     if interval and np.isfinite(interval["low_s"]):
+        mid = np.sqrt(interval["low_s"] * interval["high_s"])  # the crossing (log-symmetric)
         out.append(
-            f"The converged crossing is known to about +/-{(interval['high_s'] - interval['low_s']) / 2:.{dec}f} s "
+            f"The converged fit crosses at {_s(float(mid), dec)} s, known to about +/-{(interval['high_s'] - interval['low_s']) / 2:.{dec}f} s "
             f"({interval['level']:.0%} interval {_s(interval['low_s'], dec)}-"
             f"{_s(interval['high_s'], dec)} s, delta method), so it is reported to {dec} decimal{'s' if dec != 1 else ''}."
         )
@@ -1506,8 +1507,10 @@ def order_dependence(
     Order 0 is the input order; orders 1, 2, ... are permutations drawn in sequence from
     ``numpy.random.default_rng(seed)``. The published-settings fit is refitted in
     ``n_published_orders`` orders (None: ``max(n_orders, MIN_PUBLISHED_ORDERS)``); the
-    converged fit in the first ``n_orders``, each continued from that order's
-    published-settings mixtures (warm start: the same k-means starts; EM run on at
+    converged fit in the first ``n_orders``, its largest mixture continued from that order's
+    published-settings one (warm start: the same k-means starts; the smaller mixtures, which
+    give only BICs, from their own starts, since an early-stopped 2-component fit can sit in a
+    worse optimum; EM run on at
     ``converged["tol"]`` and then checked as :func:`fit_converged_pause_model` does, with the
     keyword arguments in ``converged``; its ``random_state_checks`` key is ignored).
 
@@ -1538,9 +1541,10 @@ def order_dependence(
                 data, components, n_init, random_state, PUBLISHED_EM_TOL, 2000, mixtures=fitted
             )
         }
-        if i <= n_orders:
+        if i <= n_orders:  # warm start of the largest mixture only (its crossing is checked)
+            warm = {components: fitted[components]} if components in fitted else None
             fits["converged"] = _fit_models(
-                data, components, n_init, random_state, tol, max_iter, verify, warm=fitted
+                data, components, n_init, random_state, tol, max_iter, verify, warm=warm
             )
         for name, m in fits.items():
             rows.append(
