@@ -418,6 +418,8 @@ def _pause_record(order: bool) -> dict:
             },
             "converged": {"crossing_s": {"min": 1.51742, "max": 1.51742}},
         }
+        conv["crossing_interval"] = {"low_s": 1.43, "high_s": 1.61, "level": 0.95}
+        conv["crossing_interval"] |= {"decimals": 2}
     return rec
 
 
@@ -435,7 +437,11 @@ def test_pause_rows_not_reproducible_when_the_order_moves_the_published_number()
     assert rows["BIC improvement, 2 vs 1 components"]["cause_evidence"] == "not reproducible"
     # 7,387.12-7,387.14 rounds to 7,387.1 in every order: the early-stopped EM is the cause
     assert rows["BIC improvement, 3 vs 1 components"]["cause_evidence"] == "error"
-    assert "1.5174200-1.5174200 s" in rows["pause threshold (s)"]["evidence"]
+    assert "the converged crossing moves by 0.0e+00 s" in rows["pause threshold (s)"]["evidence"]
+    assert (
+        "pin the converged crossing to 1.43-1.61 s (95% delta-method interval)"
+        in (rows["pause threshold (s)"]["evidence"])
+    )
     assert "give 2.353 to 2.357 over 20 random orders" in rows["pause threshold (s)"]["evidence"]
     assert {r["change_category"] for r in rows.values()} == {"estimate"}
 

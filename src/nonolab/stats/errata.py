@@ -773,7 +773,13 @@ def pause_rows(
     if conv_od:
         evidence += (
             f"; over {od['n_orders']} random orders of the same gaps the converged crossing "
-            f"stays within {conv_od['min']:.7f}-{conv_od['max']:.7f} s"
+            f"moves by {conv_od['max'] - conv_od['min']:.1e} s"
+        )
+    ci = conv.get("crossing_interval") or {}
+    if np.isfinite(ci.get("low_s", np.nan)):
+        evidence += (
+            f"; the data pin the converged crossing to {ci['low_s']:.{ci['decimals']}f}-"
+            f"{ci['high_s']:.{ci['decimals']}f} s ({ci['level']:.0%} delta-method interval)"
         )
     k = len(conv["means_log"])
     items = [
