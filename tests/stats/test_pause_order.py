@@ -58,6 +58,14 @@ def test_the_published_settings_range_uses_at_least_the_minimum_orders():
     _, summary = pauses.order_dependence(
         _gaps(2, 600), n_orders=2, n_init=1, n_published_orders=None
     )
-    assert summary["n_published_orders"] == pauses.MIN_PUBLISHED_ORDERS
-    assert summary["published_settings"]["n_orders"] == pauses.MIN_PUBLISHED_ORDERS
-    assert isinstance(summary["published_settings"]["crossing_stable"], bool)
+    n = summary["n_published_orders"]
+    assert n in [pauses.MIN_PUBLISHED_ORDERS * 2**j for j in range(4)]
+    assert summary["published_settings"]["n_orders"] == n
+    # doubled until the first half of the orders gives the range of all (or the cap)
+    assert summary["published_settings"]["crossing_stable"] or n == pauses.MAX_PUBLISHED_ORDERS
+
+
+def test_range_stability_by_hand():
+    assert pauses._range_stable([2.35, 2.37, 2.36, 2.351])
+    assert not pauses._range_stable([2.36, 2.36, 2.35, 2.38])
+    assert not pauses._range_stable([float("nan")] * 4)

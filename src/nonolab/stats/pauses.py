@@ -469,17 +469,21 @@ def _fit_models(
     verify: dict | None = None,
     warm: dict[int, _Mixture] | None = None,
     mixtures: dict[int, _Mixture] | None = None,
+    verify_smaller: bool = True,
 ) -> PauseModel:
     """Fit 1..``max_components`` mixtures (see :func:`fit_pause_model`) and return the model;
     ``warm``: k -> a fitted mixture each k >= 2 continues from (instead of the k-means starts);
-    ``mixtures``: filled with k -> the fitted mixture."""
+    ``mixtures``: filled with k -> the fitted mixture; ``verify_smaller`` False: only the
+    largest mixture is continued until its crossing is stable (the smaller ones stop at
+    ``tol``)."""
     x = data.x
     bic: dict[int, float] = {}
     smaller: dict[int, dict] = {}
     last = None
     for k in range(1, max_components + 1):
         start = (warm or {}).get(k) if k > 1 else None
-        last = _fit_one(data, k, n_init, seed, tol, max_iter, verify if k > 1 else None, start)
+        check = k > 1 and (verify_smaller or k == max_components)
+        last = _fit_one(data, k, n_init, seed, tol, max_iter, verify if check else None, start)
         if mixtures is not None:
             mixtures[k] = last[0]
         bic[k] = _bic(x, last[0])
@@ -1483,8 +1487,22 @@ ORDER_COLUMNS = [
 
 
 #: The published-settings fit (cheap: EM stops after a few iterations) is refitted in at least
-#: this many random orders, so that its range over orders is stable at the published precision.
-MIN_PUBLISHED_ORDERS = 100
+#: this many random orders, and in twice as many while its crossing's range is not stable
+#: (:func:`order_dependence`), up to :data:`MAX_PUBLISHED_ORDERS`.
+MIN_PUBLISHED_ORDERS = 40
+MAX_PUBLISHED_ORDERS = 320
+
+
+def _range_stable(values: Sequence[float], decimals: int = 3) -> bool:
+    """Whether the first half of ``values`` has the range (min, max) of all of them at
+    ``decimals`` (NaNs ignored; False without finite values)."""
+    v = np.asarray(values, dtype=float)
+    half = v[: len(v) // 2]
+    if not (np.isfinite(half).any() and np.isfinite(v).any()):
+        return False
+    return round(float(np.nanmin(half)), decimals) == round(
+        float(np.nanmin(v)), decimals
+    ) and round(float(np.nanmax(half)), decimals) == round(float(np.nanmax(v)), decimals)
 
 
 def order_dependence(
@@ -1506,11 +1524,13 @@ def order_dependence(
     early-stopped fit starts elsewhere and stops elsewhere; a fit at the optimum should not move.
     Order 0 is the input order; orders 1, 2, ... are permutations drawn in sequence from
     ``numpy.random.default_rng(seed)``. The published-settings fit is refitted in
-    ``n_published_orders`` orders (None: ``max(n_orders, MIN_PUBLISHED_ORDERS)``); the
+    ``n_published_orders`` orders (None: ``max(n_orders, MIN_PUBLISHED_ORDERS)``, doubled while
+    the first half of the orders does not give the range of the crossing over all of them at
+    3 decimals, up to :data:`MAX_PUBLISHED_ORDERS`); the
     converged fit in the first ``n_orders``, its largest mixture continued from that order's
     published-settings one (warm start: the same k-means starts; the smaller mixtures, which
     give only BICs, from their own starts, since an early-stopped 2-component fit can sit in a
-    worse optimum; EM run on at
+    worse optimum, and stopped at ``converged["tol"]``; the largest EM run on at
     ``converged["tol"]`` and then checked as :func:`fit_converged_pause_model` does, with the
     keyword arguments in ``converged``; its ``random_state_checks`` key is ignored).
 
@@ -1524,40 +1544,33 @@ def order_dependence(
     BIC(2 vs 1) is negative.
     """
     gaps = np.asarray(gaps_s, dtype=float)
-    n_pub = (
-        max(n_orders, MIN_PUBLISHED_ORDERS) if n_published_orders is None else n_published_orders
-    )
+    adaptive = n_published_orders is None
+    n_pub = max(n_orders, MIN_PUBLISHED_ORDERS) if adaptive else int(n_published_orders)
     n_pub = max(int(n_pub), int(n_orders))
     opts = {k: v for k, v in (converged or {}).items() if k != "random_state_checks"}
     tol, max_iter, verify = _converged_settings(opts)
     rng = np.random.default_rng(seed)
-    orders = [np.arange(len(gaps))] + [rng.permutation(len(gaps)) for _ in range(n_pub)]
     rows: list[dict] = []
-    for i, perm in enumerate(orders):
-        data = _Gaps(gaps[perm], components)
-        fitted: dict[int, _Mixture] = {}
-        fits = {
-            "published_settings": _fit_models(
-                data, components, n_init, random_state, PUBLISHED_EM_TOL, 2000, mixtures=fitted
+    i = -1
+    while True:
+        while i < n_pub:
+            i += 1
+            perm = np.arange(len(gaps)) if i == 0 else rng.permutation(len(gaps))
+            rows += _order_rows(
+                gaps[perm],
+                i,
+                i <= n_orders,
+                components,
+                n_init,
+                random_state,
+                tol,
+                max_iter,
+                verify,
             )
-        }
-        if i <= n_orders:  # warm start of the largest mixture only (its crossing is checked)
-            warm = {components: fitted[components]} if components in fitted else None
-            fits["converged"] = _fit_models(
-                data, components, n_init, random_state, tol, max_iter, verify, warm=warm
-            )
-        for name, m in fits.items():
-            rows.append(
-                {
-                    "order": i,
-                    "fit": name,
-                    "crossing_s": float(m.threshold_s),
-                    "delta_bic_2_vs_1": float(m.delta_bic_vs_1.get(2, np.nan)),
-                    "delta_bic_3_vs_1": float(m.delta_bic_vs_1.get(3, np.nan)),
-                    "log_likelihood": float(m.log_likelihood),
-                    "n_iter": int(m.n_iter),
-                }
-            )
+        pub_cross = [r["crossing_s"] for r in rows if r["fit"] == "published_settings"][1:]
+        if not adaptive or n_pub >= MAX_PUBLISHED_ORDERS or _range_stable(pub_cross):
+            break
+        n_pub = min(2 * n_pub, MAX_PUBLISHED_ORDERS)
     summary: dict = {
         "n_orders": int(n_orders),
         "n_published_orders": int(n_pub),
@@ -1575,13 +1588,55 @@ def order_dependence(
                 "min": float(np.nanmin(vals)) if np.isfinite(vals).any() else float("nan"),
                 "max": float(np.nanmax(vals)) if np.isfinite(vals).any() else float("nan"),
             }
-        half = np.array([r["crossing_s"] for r in rest[: len(rest) // 2]], dtype=float)
-        full = np.array([r["crossing_s"] for r in rest], dtype=float)
-        entry["crossing_stable"] = bool(
-            np.isfinite(half).any()
-            and round(float(np.nanmin(half)), 3) == round(float(np.nanmin(full)), 3)
-            and round(float(np.nanmax(half)), 3) == round(float(np.nanmax(full)), 3)
-        )
+        entry["crossing_stable"] = _range_stable([r["crossing_s"] for r in rest])
         entry["orders_delta_bic_2_negative"] = int(sum(r["delta_bic_2_vs_1"] < 0 for r in rest))
         summary[name] = entry
     return rows, summary
+
+
+def _order_rows(
+    gaps: np.ndarray,
+    i: int,
+    with_converged: bool,
+    components: int,
+    n_init: int,
+    random_state: int,
+    tol: float,
+    max_iter: int,
+    verify: dict,
+) -> list[dict]:
+    """The rows of :func:`order_dependence` for order ``i`` (gaps already in that order)."""
+    rows = []
+    data = _Gaps(gaps, components)
+    fitted: dict[int, _Mixture] = {}
+    fits = {
+        "published_settings": _fit_models(
+            data, components, n_init, random_state, PUBLISHED_EM_TOL, 2000, mixtures=fitted
+        )
+    }
+    if with_converged:  # warm start of the largest mixture only (its crossing is checked)
+        warm = {components: fitted[components]} if components in fitted else None
+        fits["converged"] = _fit_models(
+            data,
+            components,
+            n_init,
+            random_state,
+            tol,
+            max_iter,
+            verify,
+            warm=warm,
+            verify_smaller=False,
+        )
+    for name, m in fits.items():
+        rows.append(
+            {
+                "order": i,
+                "fit": name,
+                "crossing_s": float(m.threshold_s),
+                "delta_bic_2_vs_1": float(m.delta_bic_vs_1.get(2, np.nan)),
+                "delta_bic_3_vs_1": float(m.delta_bic_vs_1.get(3, np.nan)),
+                "log_likelihood": float(m.log_likelihood),
+                "n_iter": int(m.n_iter),
+            }
+        )
+    return rows
