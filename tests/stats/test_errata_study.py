@@ -254,6 +254,6 @@ def test_threshold_json_carries_the_order_check(results):
     assert conv["max"] - conv["min"] < 1e-4  # the optimum does not
     t = pd.read_csv(results / "tables/pause_order_dependence.csv")
     assert len(t) == (od["n_published_orders"] + 1) + (od["n_orders"] + 1)
-    assert od["n_published_orders"] >= 100 and od["published_settings"]["crossing_stable"]
+    assert od["n_published_orders"] >= 40 and od["published_settings"]["crossing_stable"]
     readme = " ".join((REPO / "README.md").read_text(encoding="utf-8").split())
     assert f"{pub['min']:.3f}-{pub['max']:.3f} s" in readme
