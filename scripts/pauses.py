@@ -56,9 +56,11 @@ write_table(
     formats=("csv", "md"),
     caption=(
         "Pause mixtures refitted to the same gaps in other orders: order 0 = the order the "
-        f"gaps are read in, 1-{order['n_orders']} = random permutations (seed {order['seed']}); "
-        "published_settings = EM stopped at scikit-learn's default tolerance (as published), "
-        "converged = the checked optimum. Crossing in seconds; delta BIC = BIC(1) - BIC(k)."
+        f"gaps are read in, 1-{summary['n_published_orders']} = random permutations (seed "
+        f"{order['seed']}); published_settings = EM stopped at scikit-learn's default "
+        "tolerance (as published), in every order; converged = the checked optimum, in orders "
+        f"0-{order['n_orders']}, continuing that order's early-stopped 3-component fit. "
+        "Crossing in seconds; delta BIC = BIC(1) - BIC(k)."
         if rows
         else "Pause mixtures in other gap orders: not run (pauses.order_check: no orders, or "
         "only_published and the study's preset names no published pause fit)."

@@ -1,29 +1,37 @@
 """A study analysed from Python, step by step, with the entry points of ``import nonolab``.
 
-Run it from the repository root (``python docs/examples/api_tour.py [STUDY_DIR]``; default: the
-example study). Each step prints what it computed; the workflow (``nonolab run``) computes the
-same tables with the settings of config/config.yaml and writes them with provenance.
+Run it from the repository root (``python docs/examples/api_tour.py [STUDY_DIR] [--preset
+NAME]``; default: the example study, preset ``auto`` as ``nonolab run`` picks it). Each step
+prints what it computed; the workflow (``nonolab run``) computes the same tables with the
+settings of config/config.yaml and writes them with provenance.
 """
 
-# %% Set-up: the study folder (the example study unless one is given)
-import sys
+# %% Set-up: the study folder (the example study unless one is given) and its preset
+import argparse
 from pathlib import Path
 
 import nonolab
 
-study_dir = Path(sys.argv[1]) if len(sys.argv) > 1 else Path("data/example-study")
+cli = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+cli.add_argument("study_dir", nargs="?", default="data/example-study", type=Path)
+cli.add_argument("--preset", default="auto", help="preset name or file (default: auto, as the CLI)")
+args = cli.parse_args()
+study_dir = args.study_dir
 
 # %% 1. Ingest: the logs as tidy tables, and the ledger of everything left out
-study = nonolab.ingest_study(study_dir)
+study = nonolab.ingest_study(study_dir, preset=args.preset)
 s = study.summary
 print(f"{s['participants']} participants, {s['attempts']} attempts, {s['ledger_rows']} ledger rows")
 
-# %% 2. Pause threshold: Gaussian mixtures on log(gap between interactions)
+# %% 2. Pause threshold: log-normal mixtures of the gaps between interactions. threshold="auto"
+# is the workflow's default: the preset's published threshold when it names one, else the
+# fitted one (the threshold chain: it always ends in a threshold and says which step gave it).
 gaps = nonolab.interaction_gaps(study.tables["events"])["gap_s"]
-model = nonolab.fit_pause_model(gaps)
-print(
-    f"{model.n_gaps} gaps; pause threshold {model.threshold_s:.3f} s (EM converged: {model.converged})"
+model = nonolab.fit_pause_model(
+    gaps, components=3, threshold="auto", preset=args.preset, study_dir=study_dir
 )
+print(f"{model.n_gaps} gaps; pause threshold {model.threshold_s:.3g} s")
+print(" ".join(model.provenance["threshold_sentences"]))
 
 # %% 3. Features: one row per attempt, pauses counted with that threshold
 attempts = nonolab.attempt_features(study.tables, model.threshold_s)

@@ -65,21 +65,60 @@ def interaction_gaps(events: pd.DataFrame) -> pd.DataFrame:
 
 def fit_pause_model(
     gaps_s: Sequence[float] | Any,
-    max_components: int = 3,
+    components: int = 3,
     n_init: int = 10,
     seed: int = 42,
+    *,
+    threshold: str | float = "fitted",
+    preset: str | None = None,
+    study_dir: str | os.PathLike | None = None,
+    max_components: int | None = None,
 ) -> PauseModel:
-    """Fit Gaussian mixtures with 1..``max_components`` components to log(gap) of the positive
-    gaps (seconds) and return the :class:`nonolab.stats.pauses.PauseModel` whose EM
-    convergence is checked (:func:`nonolab.stats.pauses.fit_converged_pause_model`, the
-    workflow's ``converged`` fit): ``threshold_s`` (seconds) is the equal-posterior crossing
-    of the two slowest components, ``bic`` the BIC of each fit, ``converged`` whether EM met
-    its tolerance."""
-    from nonolab.stats.pauses import fit_converged_pause_model
+    """Fit the pause model to the gaps (seconds) as the workflow's ``pauses`` rule does
+    (:func:`nonolab.stats.pauses.pause_threshold` with the converged EM fit), with the
+    config's names: ``components`` (mixtures with 1..``components`` components), ``n_init``,
+    ``seed`` (the config's ``random_state``) and ``threshold`` (``fitted``, ``auto`` = the
+    preset's published value when it has one, or seconds). ``preset`` (a name or file, or
+    ``auto`` with ``study_dir``) supplies the published threshold for ``auto`` and for the
+    chain's fixed step.
 
-    return fit_converged_pause_model(
-        gaps_s, max_components=max_components, n_init=n_init, seed=seed
+    Returns a :class:`nonolab.stats.pauses.PauseModel` of the largest mixture fitted whose
+    ``threshold_s`` (seconds) is the threshold to count pauses with: the end of the threshold
+    chain (never an error on finite non-negative gaps), or the preset's or the given value;
+    ``provenance`` holds the full record (``threshold_sentences``, ``threshold_provenance``,
+    ``clock_resolution``, ``mass_points``, ...). ``max_components`` is the deprecated name of
+    ``components``."""
+    import warnings
+
+    from nonolab.stats.pauses import pause_model_from_record, pause_threshold
+
+    if max_components is not None:
+        warnings.warn(
+            "fit_pause_model(max_components=...) is deprecated: use components=... (the "
+            "config's name)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        components = max_components
+    preset_threshold = None
+    if preset is not None:
+        from nonolab.study.presets import resolve_preset
+
+        if preset == "auto" and study_dir is None:
+            raise ValueError("preset='auto' needs study_dir (the preset is found from it)")
+        data = resolve_preset(study_dir or ".", preset).data
+        preset_threshold = (data.get("published") or {}).get("pause_threshold_s")
+    rec = pause_threshold(
+        gaps_s,
+        threshold=threshold,
+        preset_threshold=preset_threshold,
+        components=components,
+        n_init=n_init,
+        random_state=seed,
+        em_tol="converged",
+        converged={"random_state_checks": 0},
     )
+    return pause_model_from_record(rec)
 
 
 def attempt_features(

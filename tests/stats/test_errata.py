@@ -138,12 +138,13 @@ def test_public_study_table1_rows(study_dir):
     assert all(r["effect_published"] <= 0 < r["effect_corrected"] for r in bt)
     assert all(r["change_category"] == "estimate" for r in rows)
     assert all(r["family"].endswith("BH over 3 tests") for r in rows)
-    # |rho| of the raw conflicts correlation is unchanged, so its p is no erratum.
-    assert "Table 1 raw p, conflicts" not in got and len(rows) == 11 + 3
+    # |rho| of the raw conflicts correlation is unchanged, but Table 1's p is the exact one
+    assert "exact permutation" in got["Table 1 raw p, conflicts"]["cause"]
+    assert len(rows) == 11 + 3 + 1
     # the BH adjustment of the three BT p-values, published 0.934 / 0.934 / 1.000
     fdr = [got[f"Table 1 BT p (FDR), {m}"] for m in ("decisions", "propagations", "conflicts")]
     bt_p = [got[f"Table 1 BT p, {m}"]["corrected"] for m in ("decisions", "propagations")]
-    bt_p.append(err.set_index("metric").loc["conflicts", "corrected_bt_p"])
+    bt_p.append(err.set_index("metric").loc["conflicts", "corrected_perm_p"])
     want = multipletests(bt_p, method="fdr_bh")[1]
     assert [f"{r['published']:.3f}" for r in fdr] == ["0.934", "0.934", "1.000"]
     np.testing.assert_allclose([r["corrected"] for r in fdr], want, rtol=1e-12)
@@ -151,7 +152,17 @@ def test_public_study_table1_rows(study_dir):
         (r["significant_published_adjusted"], r["significant_corrected_adjusted"]) == (False, False)
         for r in fdr
     )
-    assert {r["cause"] for r in rows} == {errata.CAUSE_TABLE1}
+    # one p per number: the corrected p and the verdicts are Table 1's exact permutation p
+    assert [f"{p:.4f}" for p in bt_p] == ["0.4194", "0.4194", "0.4000"]
+    assert all(r["p_corrected_rule"] in set(bt_p) or r["quantity"].startswith("Table 1 raw")
+               for r in rows)  # fmt: skip
+    assert all("exact permutation" in r["inference"] for r in rows)
+    assert {r["verdict"] for r in rows} >= {"Table 1 decisions: Spearman; BT perm p"}
+    assert {r["conclusion"] for r in rows} == {"sat_metrics_do_not_predict_difficulty"}
+    assert {r["cause"] for r in rows} == {
+        errata.CAUSE_TABLE1,
+        errata.CAUSE_TABLE1 + "; " + errata.CAUSE_TABLE1_TEST,
+    }
     assert {r["cause_evidence"] for r in rows} == {"error"}
 
 
@@ -407,6 +418,8 @@ def _pause_record(order: bool) -> dict:
             },
             "converged": {"crossing_s": {"min": 1.51742, "max": 1.51742}},
         }
+        conv["crossing_interval"] = {"low_s": 1.43, "high_s": 1.61, "level": 0.95}
+        conv["crossing_interval"] |= {"decimals": 2}
     return rec
 
 
@@ -424,15 +437,22 @@ def test_pause_rows_not_reproducible_when_the_order_moves_the_published_number()
     assert rows["BIC improvement, 2 vs 1 components"]["cause_evidence"] == "not reproducible"
     # 7,387.12-7,387.14 rounds to 7,387.1 in every order: the early-stopped EM is the cause
     assert rows["BIC improvement, 3 vs 1 components"]["cause_evidence"] == "error"
-    assert "1.5174200-1.5174200 s" in rows["pause threshold (s)"]["evidence"]
+    assert "the converged crossing moves by 0.0e+00 s" in rows["pause threshold (s)"]["evidence"]
+    assert (
+        "pin the converged crossing to 1.43-1.61 s (95% delta-method interval)"
+        in (rows["pause threshold (s)"]["evidence"])
+    )
     assert "give 2.353 to 2.357 over 20 random orders" in rows["pause threshold (s)"]["evidence"]
     assert {r["change_category"] for r in rows.values()} == {"estimate"}
 
 
-def _judged(quantity: str, cause: str, p: tuple, effects: tuple, corrected: float = 2) -> dict:
+def _judged(
+    quantity: str, cause: str, p: tuple, effects: tuple, corrected: float = 2, verdict: str = ""
+) -> dict:
     """An errata row with verdict p-values (published, corrected, published adjusted,
-    corrected adjusted) and effects (published, corrected)."""
-    verdict = errata.Verdict(
+    corrected adjusted) and effects (published, corrected), evidence for ``verdict`` (default:
+    the quantity's own)."""
+    verdict_ = errata.Verdict(
         p_published=p[0],
         p_corrected=p[1],
         p_published_adjusted=p[2],
@@ -440,7 +460,9 @@ def _judged(quantity: str, cause: str, p: tuple, effects: tuple, corrected: floa
         effect_published=effects[0],
         effect_corrected=effects[1],
     )
-    return errata._row(quantity, 1, 1, corrected, "c", "e", cause, verdict)
+    return errata._row(
+        quantity, 1, 1, corrected, "c", "e", cause, verdict_, 0.05, verdict or quantity
+    )
 
 
 def _summary_table() -> pd.DataFrame:
@@ -457,16 +479,70 @@ def test_change_category_and_summary():
     t = _summary_table()
     assert list(t["change_category"]) == ["significance", "estimate", "direction", "estimate"]
     got = errata.errata_summary(t)
-    assert got["rows"] == 4 and got["conclusions_changed"] == 2
+    assert got["rows"] == got["published_rows"] == 4 and got["verdicts"] == 3
     assert got["change_category"] == {"significance": 1, "direction": 1, "estimate": 2}
+    assert got["verdict_category"] == {"significance": 1, "direction": 1, "estimate": 1}
     assert got["cause_evidence"] == {"error": 2, "analysis choice": 1, "not reproducible": 1}
     assert got["by_cause"]["error"] == {"significance": 1, "direction": 1, "estimate": 0}
+    # no verdict here is a registered stated conclusion: two other flips, none a conclusion
+    assert got["conclusions_changed"] == 0 and got["other_flips"] == 2
     # b changes unadjusted (0.01 -> 0.2) but not adjusted (0.06 -> 0.3)
-    assert got["significance_unadjusted"] == 2 and got["unadjusted_only"] == 1
+    assert got["unadjusted_only"] == 1
     # the same counts from the CSV as written and read back
-    back = pd.read_csv(io.StringIO(t.to_csv(index=False)))
+    back = pd.read_csv(io.StringIO(t.to_csv(index=False)), keep_default_na=False, na_values=[""])
     assert errata.errata_summary(back) == got
     assert errata.errata_summary(errata.errata_table([]))["rows"] == 0
+
+
+MODERATION = "final_difficulty ~ {m} x expertise (LMM); {term}"
+
+
+def test_verdicts_count_once_however_many_rows_and_files_carry_them():
+    """A coefficient and its p, in two published files (the same model), are one verdict; only
+    a registered stated conclusion is a conclusion change; other flips are reported as such."""
+    sig = (0.01, 0.2, 0.03, 0.3)
+    rows = []
+    for file in ("stats_moderation_expertise.csv", "stats_moderation_behavioral.csv"):
+        for label in ("interaction", "p_interaction", "coef_expertise", "p_expertise"):
+            term = label.removeprefix("coef_").removeprefix("p_")
+            v = MODERATION.format(m="decisions", term=term)
+            rows.append(_judged(f"{file} decisions {label}", "error", sig, (1, 1), verdict=v))
+    t = errata.errata_table(rows)
+    assert set(t["conclusion"]) == {"metric_by_expertise_interaction", ""}
+    got = errata.errata_summary(t)
+    assert got["rows"] == 8 and got["verdicts"] == 2
+    assert got["conclusions_changed"] == 1 and got["other_flips"] == 1
+    assert got["conclusion_changes"] == [MODERATION.format(m="decisions", term="interaction")]
+    assert got["other_flip_verdicts"] == [MODERATION.format(m="decisions", term="expertise")]
+    text = errata.errata_summary_text(got)
+    assert "8 published numbers change" in text and "2 are judged" in text
+    assert "1 of them a conclusion the paper states" in text
+    assert "1 a term about which it states none" in text
+
+
+def test_the_family_deciding_a_verdict_is_shown():
+    # the same test (p .02 both ways) adjusted in two families: .047 in one, .06 in the other
+    row = _judged("theme x FDR p", "analysis choice", (0.02, 0.02, 0.047, 0.06), (1, 1))
+    got = errata.errata_summary(errata.errata_table([row]))
+    assert got["family_decided"] == 1 and got["family_decided_verdicts"] == ["theme x FDR p"]
+    assert "family decides 1 verdict (theme x FDR p)" in errata.errata_summary_text(got)
+    # a flip that only the adjusted verdicts show is decided by the family too
+    only_adj = _judged("y", "error", (0.004, 0.03, 0.04, 0.15), (1, 1), verdict="m; term")
+    got = errata.errata_summary(errata.errata_table([only_adj]))
+    assert got["family_decided_verdicts"] == ["m; term"]
+    assert "(term in m)" in errata.errata_summary_text(got)
+
+
+def test_registry_matches_the_verdict_names_the_rows_write():
+    assert errata.stated_conclusion("Table 1 decisions: Spearman; BT perm p") == (
+        "sat_metrics_do_not_predict_difficulty"
+    )
+    assert (
+        errata.stated_conclusion("decisions ~ behaviours (OLS), error_count; cluster")
+        == "error_count_predicts_decisions"
+    )
+    assert errata.stated_conclusion(MODERATION.format(m="conflicts", term="expertise")) == ""
+    assert errata.stated_conclusion("") == ""
 
 
 def test_cause_evidence_is_checked():
@@ -488,7 +564,9 @@ def test_change_category_invariants(pa, pb, ea, eb, alpha):
     cat = errata.change_category(row)
     known = np.isfinite(pa) and np.isfinite(pb)
     assert (cat == "significance") == (known and (pa < alpha) != (pb < alpha))
-    assert (cat == "direction") == (known and pa < alpha and pb < alpha and ea * eb < 0)
+    assert (cat == "direction") == (
+        known and pa < alpha and pb < alpha and np.sign(ea) * np.sign(eb) < 0
+    )
     if not known:
         assert cat == "estimate" and (
             row["significant_published_adjusted"] is None

@@ -20,8 +20,13 @@ def _gaps(seed: int, n: int = 3000) -> np.ndarray:
 @pytest.mark.parametrize("seed", [3, 8])
 def test_order_dependence_input_order_and_converged_invariance(seed):
     gaps = _gaps(seed)
-    rows, summary = pauses.order_dependence(gaps, n_orders=3, seed=seed, n_init=3)
-    assert [r["order"] for r in rows] == [0, 0, 1, 1, 2, 2, 3, 3]
+    rows, summary = pauses.order_dependence(
+        gaps, n_orders=3, seed=seed, n_init=3, n_published_orders=5
+    )
+    assert [r["order"] for r in rows] == [0, 0, 1, 1, 2, 2, 3, 3, 4, 5]
+    assert [r["fit"] for r in rows[-2:]] == ["published_settings"] * 2
+    assert summary["published_settings"]["n_orders"] == 5
+    assert summary["converged"]["n_orders"] == 3
     first = {r["fit"]: r for r in rows if r["order"] == 0}
     pub = pauses.fit_pause_model(gaps, n_init=3, tol=pauses.PUBLISHED_EM_TOL, max_iter=2000)
     assert first["published_settings"]["crossing_s"] == pytest.approx(pub.threshold_s, rel=1e-12)
@@ -32,12 +37,35 @@ def test_order_dependence_input_order_and_converged_invariance(seed):
     assert max(conv) - min(conv) < 1e-3
     c = summary["converged"]["crossing_s"]
     assert c["input_order"] == conv[0] and c["min"] == min(conv[1:]) and c["max"] == max(conv[1:])
+    # the converged fit of each order continues that order's published-settings mixtures and
+    # reaches the optimum the k-means starts reach on their own
+    full = pauses.fit_converged_pause_model(gaps, n_init=3)
+    assert abs(conv[0] - full.threshold_s) < 1e-3
     assert summary["n_orders"] == 3
     ll = {r["log_likelihood"] for r in rows if r["fit"] == "converged"}
     assert max(ll) - min(ll) < 1e-4 * abs(min(ll))
 
 
 def test_order_dependence_without_orders_reports_the_input_order_only():
-    rows, summary = pauses.order_dependence(_gaps(1, 800), n_orders=0, n_init=2)
+    rows, summary = pauses.order_dependence(
+        _gaps(1, 800), n_orders=0, n_init=2, n_published_orders=0
+    )
     assert [r["order"] for r in rows] == [0, 0]
     assert np.isnan(summary["published_settings"]["crossing_s"]["min"])
+
+
+def test_the_published_settings_range_uses_at_least_the_minimum_orders():
+    _, summary = pauses.order_dependence(
+        _gaps(2, 600), n_orders=2, n_init=1, n_published_orders=None
+    )
+    n = summary["n_published_orders"]
+    assert n in [pauses.MIN_PUBLISHED_ORDERS * 2**j for j in range(4)]
+    assert summary["published_settings"]["n_orders"] == n
+    # doubled until the first half of the orders gives the range of all (or the cap)
+    assert summary["published_settings"]["crossing_stable"] or n == pauses.MAX_PUBLISHED_ORDERS
+
+
+def test_range_stability_by_hand():
+    assert pauses._range_stable([2.35, 2.37, 2.36, 2.351])
+    assert not pauses._range_stable([2.36, 2.36, 2.35, 2.38])
+    assert not pauses._range_stable([float("nan")] * 4)

@@ -198,3 +198,16 @@ def test_large_studies_fit_a_seeded_subsample():
         g, n_init=1, converged={"random_state_checks": 0}, max_fit_gaps=len(g)
     )
     assert unlimited == full
+
+
+@pytest.mark.parametrize(("k", "seed"), [(2, 42), (3, 7), (4, 0), (3, 11)])
+def test_kmeans_starts_are_scikit_learns_kmeans(k, seed):
+    """The one-feature k-means of the starts gives scikit-learn KMeans's labels, drawing the
+    same numbers from the same RandomState (three starts in sequence)."""
+    from sklearn.cluster import KMeans
+
+    x = np.log(_two_scale_gaps(n=2000, seed=seed))
+    ours, theirs = np.random.RandomState(seed), np.random.RandomState(seed)
+    for _ in range(3):
+        want = KMeans(n_clusters=k, n_init=1, random_state=theirs).fit(x[:, None]).labels_
+        assert np.array_equal(pauses._kmeans_labels(x, k, ours), want)

@@ -22,6 +22,7 @@ from nonolab.stats.themes import (
     theme_behaviour_tests,
     theme_codes,
     theme_test_responses,
+    with_action_counts,
     with_incorrect_submissions,
     within_puzzle_percentile,
 )
@@ -187,6 +188,28 @@ def test_incorrect_submissions_counts_wrong_checks():
     )
     got = with_incorrect_submissions(attempts, events)
     assert list(got["incorrect_submissions"]) == [1, 0, 0]
+
+
+def test_action_count_counts_player_actions_of_the_attempt():
+    attempts = pd.DataFrame({"participant_id": ["p", "p", "q"], "order": [1, 2, 1]})
+    events = pd.DataFrame(
+        {
+            "participant_id": ["p", "p", "p", "p", "q", "p"],
+            "order": [1, 1, 1, 1, 1, 2],
+            "phase": ["puzzle", "puzzle", "puzzle", "survey", "session", "puzzle"],
+            "role": ["interaction", "interaction", "marker", "interaction", "interaction"]
+            + ["survey"],
+        }
+    )
+    got = with_action_counts(attempts, events)
+    # p/1: two actions (the marker and the survey-phase event do not count); p/2 and q/1: none
+    assert list(got["action_count"]) == [2, 0, 0]
+
+
+def test_the_theme_behaviour_table_has_the_action_count():
+    from nonolab.stats.themes import THEME_BEHAVIOURS
+
+    assert "action_count" in THEME_BEHAVIOURS
 
 
 def _pairs_data(seed: int) -> tuple[pd.DataFrame, pd.DataFrame, np.ndarray]:

@@ -3,6 +3,10 @@ from pathlib import Path
 
 from snakemake.utils import validate
 
+from nonolab.study.config import coerce_config
+
+# `--config key={...}` gives nested values as strings ("2"): read them as the schema's types.
+coerce_config(config)
 validate(config, schema="../schemas/config.schema.yaml")
 
 # The contract, stricter than `validate`: exact integers (1.0 and true are not), every value

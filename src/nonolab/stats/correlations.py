@@ -381,19 +381,20 @@ def erratum_table(t1: pd.DataFrame, solver: str, encoding: str) -> pd.DataFrame:
     """Return the published and corrected alignments side by side for one solver x encoding.
 
     One row per metric; columns ``<alignment>_<stat>`` for ``bt_rho``, ``bt_p``, ``perm_p``,
-    ``raw_rho``, ``raw_p``, ``bt_p_fdr``, ``raw_p_fdr``. The erratum compares with the
+    ``raw_rho``, ``raw_p``, ``raw_perm_p``, ``bt_p_fdr``, ``raw_p_fdr``. The erratum compares with the
     published numbers, so its ``bt_p``/``raw_p`` are the published method's asymptotic p
     (Table 1's ``*_p_asymptotic``) and its FDR columns adjust those (:func:`bh_fdr` over the
-    metrics); ``perm_p`` is Table 1's permutation ``bt_p``. Raises ``ValueError`` when that
+    metrics); ``perm_p`` and ``raw_perm_p`` are Table 1's permutation ``bt_p`` and ``raw_p``. Raises ``ValueError`` when that
     solver x encoding is absent.
     """
     sel = t1[(t1["solver"] == solver) & (t1["encoding"] == encoding)]
     if sel.empty:
         raise ValueError(f"Table 1 has no rows for solver {solver!r}, encoding {encoding!r}")
-    sel = sel.assign(perm_p=sel["bt_p"], bt_p=sel["bt_p_asymptotic"], raw_p=sel["raw_p_asymptotic"])
+    sel = sel.assign(perm_p=sel["bt_p"], raw_perm_p=sel["raw_p"])
+    sel = sel.assign(bt_p=sel["bt_p_asymptotic"], raw_p=sel["raw_p_asymptotic"])
     by = sel.groupby("alignment", sort=False)
     sel = sel.assign(bt_p_fdr=by["bt_p"].transform(bh_fdr), raw_p_fdr=by["raw_p"].transform(bh_fdr))
-    cols = ["bt_rho", "bt_p", "perm_p", "raw_rho", "raw_p", "bt_p_fdr", "raw_p_fdr"]
+    cols = ["bt_rho", "bt_p", "perm_p", "raw_rho", "raw_p", "raw_perm_p", "bt_p_fdr", "raw_p_fdr"]
     wide = sel.pivot(index="metric", columns="alignment", values=cols)
     order = [a for a in ("published", "corrected") if a in set(sel["alignment"])]
     wide.columns = [f"{a}_{c}" for c, a in wide.columns]

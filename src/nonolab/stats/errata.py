@@ -69,9 +69,13 @@ VERDICT_COLUMNS = [
     "significant_corrected_adjusted",
 ]
 
-#: Columns of ``results/tables/errata.csv``.
+#: Columns of ``results/tables/errata.csv``: ``verdict`` names the model term and inference a
+#: row is evidence for (empty for descriptive rows); ``conclusion`` the registered stated
+#: conclusion (:data:`STATED_CONCLUSIONS`) that verdict belongs to (empty: none).
 ERRATA_COLUMNS = [
     "quantity",
+    "verdict",
+    "conclusion",
     "published",
     "reproduced_as_published",
     "corrected",
@@ -128,6 +132,12 @@ class Rule:
     family: str
     family_by: tuple[str, ...] = ()
     exclude: Mapping[str, tuple] = field(default_factory=dict)
+
+    @property
+    def term(self) -> str:
+        """The term the rule judges, from its p column (``p_satt_interaction`` ->
+        ``interaction``, ``BT p`` -> ``BT p``)."""
+        return self.p.removeprefix("p_satt_").removeprefix("p_")
 
 
 @dataclass(frozen=True)
@@ -196,40 +206,145 @@ def change_category(row: Mapping) -> str:
     return "estimate"
 
 
+@dataclass(frozen=True)
+class StatedConclusion:
+    """A conclusion the paper states (the registry :data:`STATED_CONCLUSIONS`): ``key``,
+    ``statement`` (as the paper has it), ``source`` (where it is stated) and ``verdicts``: a
+    regular expression matched against the ``verdict`` of errata rows (the model terms whose
+    significance carries the conclusion)."""
+
+    key: str
+    statement: str
+    source: str
+    verdicts: str
+
+
+#: The public study's stated conclusions (docs/public-study.md, "Stated conclusions"): only a
+#: change of one of these verdicts is a "conclusion change"; any other significance flip is
+#: reported as such.
+STATED_CONCLUSIONS: tuple[StatedConclusion, ...] = (
+    StatedConclusion(
+        "sat_metrics_do_not_predict_difficulty",
+        "SAT solver metrics do not significantly predict human difficulty (Table 1: Spearman "
+        "rho of Bradley-Terry strength and of the raw mean rating with each metric)",
+        "RESULTS_REPORT.md section 2 and summary; METHODS 8",
+        r"^Table 1 \w+: Spearman; ",
+    ),
+    StatedConclusion(
+        "metric_by_expertise_interaction",
+        "The SAT metric x expertise interaction on final difficulty is significant (the "
+        "paper's only significant SAT-related effect)",
+        "METHODS 9 (moderation); stats_moderation_expertise.csv",
+        r"^final_difficulty ~ \w+ x expertise \(LMM\); interaction$",
+    ),
+    StatedConclusion(
+        "error_count_predicts_decisions",
+        "error_count significantly (negatively) predicts SAT decisions (Reg 2, pooled)",
+        "RESULTS_REPORT.md section 3 and summary (B = -0.32, p = 0.005)",
+        r"^decisions ~ behaviours \(OLS\), error_count; ",
+    ),
+)
+
+
+def stated_conclusion(
+    verdict: str, registry: Sequence[StatedConclusion] = STATED_CONCLUSIONS
+) -> str:
+    """Return the key of the registered stated conclusion a ``verdict`` belongs to ("" when
+    none)."""
+    for c in registry:
+        if verdict and re.search(c.verdicts, verdict):
+            return c.key
+    return ""
+
+
+def _flag(v: object) -> bool | None:
+    return None if v is None or pd.isna(v) else str(v).lower() == "true"
+
+
+def verdict_table(errata: pd.DataFrame) -> pd.DataFrame:
+    """Return one row per verdict (model term x inference) of an errata table: ``verdict``,
+    ``conclusion`` (registered key or ""), ``rows`` (its evidence rows), ``category`` (the
+    strongest ``change_category`` of its rows), ``unadjusted_changes`` (the unadjusted verdict
+    under the rule changes), ``family_decides`` (the adjusted verdict of one side depends on the
+    multiplicity family: its rows' families disagree, the same test is adjusted in two
+    families that disagree, or its significance changes only after the adjustment) and
+    ``quantities`` (the rows, joined by "; ")."""
+    cols = ["verdict", "conclusion", "rows", "category", "unadjusted_changes", "family_decides"]
+    if not len(errata) or "verdict" not in errata.columns:
+        return pd.DataFrame(columns=[*cols, "quantities"])
+    t = errata[errata["verdict"].fillna("").astype(str) != ""]
+    out = []
+    for v, g in t.groupby("verdict", sort=False):
+        cats = set(g["change_category"].astype(str))
+        cat = next((c for c in CHANGE_CATEGORIES if c in cats), "estimate")
+        a = g["significant_published"].map(_flag)
+        b = g["significant_corrected"].map(_flag)
+        unadj = bool(((a.notna()) & (b.notna()) & (a != b)).any())
+        fam = False
+        for side in ("published", "corrected"):
+            flags = {f for f in g[f"significant_{side}_adjusted"].map(_flag) if f is not None}
+            fam |= len(flags) > 1
+        same_test = g["p_published_rule"].astype(float) == g["p_corrected_rule"].astype(float)
+        pa = g["significant_published_adjusted"].map(_flag)
+        pb = g["significant_corrected_adjusted"].map(_flag)
+        fam |= bool((same_test & pa.notna() & pb.notna() & (pa != pb)).any())
+        # a significance change that the unadjusted verdicts do not show exists only through
+        # the family the p-values are adjusted in
+        fam |= cat == "significance" and not unadj
+        out.append(
+            {
+                "verdict": v,
+                "conclusion": str(g["conclusion"].fillna("").iloc[0]),
+                "rows": int(len(g)),
+                "category": cat,
+                "unadjusted_changes": unadj,
+                "family_decides": fam,
+                "quantities": "; ".join(g["quantity"].astype(str)),
+            }
+        )
+    return pd.DataFrame(out, columns=[*cols, "quantities"])
+
+
 def errata_summary(errata: pd.DataFrame) -> dict:
     """Return counts of an errata table (``results/tables/errata.csv``) for the report and the
-    README: ``rows``; ``change_category`` and ``cause_evidence`` (category -> rows, every
-    category present, zeros included); ``by_cause`` (cause_evidence -> change_category ->
-    rows); ``conclusions_changed`` (rows whose category is significance or direction);
-    ``significance_unadjusted`` (rows whose unadjusted verdict under the rule changes);
-    ``unadjusted_only`` (of those, the estimate-only rows: the adjusted verdict does not
-    change)."""
+    README. Rows: ``rows``, ``published_rows`` (rows with a published value: the published
+    numbers that change), ``unpublished_rows`` (values the paper did not publish, e.g. theme
+    FDR p under another family), ``change_category`` and ``cause_evidence`` (category -> rows,
+    zeros included) and ``by_cause``. Verdicts (:func:`verdict_table`, one per model term and
+    inference, the rows their evidence): ``verdicts`` (how many), ``verdict_category``
+    (category -> verdicts), ``conclusions_changed`` (verdicts of a registered stated conclusion,
+    :data:`STATED_CONCLUSIONS`, whose category is significance or direction) with
+    ``conclusion_changes`` (their verdict names), ``other_flips`` (significance or direction
+    changes of verdicts that are no stated conclusion) with ``other_flip_verdicts``,
+    ``unadjusted_only`` (verdicts whose unadjusted verdict changes but whose adjusted one does
+    not), ``family_decided`` (verdicts whose adjusted verdict depends on the family) with
+    ``family_decided_verdicts``."""
     cat = errata["change_category"].astype(str) if len(errata) else pd.Series(dtype=str)
     cause = errata["cause_evidence"].astype(str) if len(errata) else pd.Series(dtype=str)
-
-    def flag(col: str) -> pd.Series:
-        return errata[col].map(lambda v: None if pd.isna(v) else str(v).lower() == "true")
-
-    unadj = 0
-    if len(errata):
-        a, b = flag("significant_published"), flag("significant_corrected")
-        known = a.notna() & b.notna()
-        changed = known & (a != b)
-        unadj = int(changed.sum())
-        only = int((changed & cat.eq("estimate")).sum())
-    else:
-        only = 0
+    published = errata["published"].astype(float).notna() if len(errata) else pd.Series(dtype=bool)
+    v = verdict_table(errata)
+    changed = v[v["category"].isin(["significance", "direction"])]
+    stated = changed[changed["conclusion"] != ""]
+    other = changed[changed["conclusion"] == ""]
     return {
         "rows": int(len(errata)),
+        "published_rows": int(published.sum()),
+        "unpublished_rows": int((~published).sum()),
         "change_category": {c: int((cat == c).sum()) for c in CHANGE_CATEGORIES},
-        "cause_evidence": {c: int((cause == c).sum()) for c in CAUSE_EVIDENCE},
+        "cause_evidence": {c: int((cause[published] == c).sum()) for c in CAUSE_EVIDENCE},
         "by_cause": {
-            c: {k: int(((cause == c) & (cat == k)).sum()) for k in CHANGE_CATEGORIES}
+            c: {k: int(((cause == c) & (cat == k) & published).sum()) for k in CHANGE_CATEGORIES}
             for c in CAUSE_EVIDENCE
         },
-        "conclusions_changed": int(cat.isin(["significance", "direction"]).sum()),
-        "significance_unadjusted": unadj,
-        "unadjusted_only": only,
+        "verdicts": int(len(v)),
+        "verdict_category": {c: int((v["category"] == c).sum()) for c in CHANGE_CATEGORIES},
+        "conclusions_changed": int(len(stated)),
+        "conclusion_changes": list(stated["verdict"]),
+        "other_flips": int(len(other)),
+        "other_flip_verdicts": list(other["verdict"]),
+        "unadjusted_only": int((v["unadjusted_changes"] & (v["category"] == "estimate")).sum()),
+        "family_decided": int(v["family_decides"].sum()),
+        "family_decided_verdicts": list(v.loc[v["family_decides"].astype(bool), "verdict"]),
     }
 
 
@@ -255,17 +370,48 @@ def decimals_of(text: str) -> int:
 
 
 def errata_summary_text(summary: Mapping, alpha: float = 0.05) -> str:
-    """Return the README's and the report's sentence of :func:`errata_summary` counts."""
-    cat, cause = summary["change_category"], summary["cause_evidence"]
-    return (
-        f"Of the {summary['rows']} published numbers that change, "
-        f"{summary['conclusions_changed']} change a stated conclusion under the inference rule "
-        f"({cat['significance']} significance at {alpha:g} after the family's multiplicity "
-        f"adjustment, {cat['direction']} direction) and {cat['estimate']} the estimate only "
-        f"({summary['unadjusted_only']} of them cross {alpha:g} only without the adjustment). "
-        f"By evidence: {cause['error']} error, {cause['analysis choice']} analysis choice, "
-        f"{cause['not reproducible']} not reproducible."
+    """Return the README's and the report's sentences of :func:`errata_summary` counts."""
+    vc, cause = summary["verdict_category"], summary["cause_evidence"]
+    flips = vc["significance"] + vc["direction"]
+
+    def names(items: Sequence[str]) -> str:
+        words = []
+        for v in items:
+            model, _, term = v.rpartition("; ")
+            words.append(f"{term} in {model}" if model else v)
+        return "; ".join(words)
+
+    text = (
+        f"{summary['published_rows']} published numbers change. As verdicts (one per model "
+        f"term and inference, the rows their evidence), {summary['verdicts']} are judged: "
+        f"{flips} change significance at {alpha:g} after the family's multiplicity adjustment "
+        f"({vc['significance']} significance, {vc['direction']} direction), "
+        f"{summary['conclusions_changed']} of them a conclusion the paper states"
     )
+    text += f" ({names(summary['conclusion_changes'])})" if summary["conclusions_changed"] else ""
+    text += (
+        f" and {summary['other_flips']} a term about which it states none"
+        + (f" ({names(summary['other_flip_verdicts'])})" if summary["other_flips"] else "")
+        + f"; {vc['estimate']} change the estimate only ({summary['unadjusted_only']} cross "
+        f"{alpha:g} only without the adjustment)."
+    )
+    if summary["family_decided"]:
+        text += (
+            f" The choice of multiplicity family decides {summary['family_decided']} "
+            f"verdict{'s' if summary['family_decided'] != 1 else ''} "
+            f"({names(summary['family_decided_verdicts'])})."
+        )
+    if summary["unpublished_rows"]:
+        text += (
+            f" {summary['unpublished_rows']} further values the paper did not publish are "
+            "listed beside them."
+        )
+    text += (
+        f" By evidence (published numbers): {cause['error']} error, "
+        f"{cause['analysis choice']} analysis choice, {cause['not reproducible']} not "
+        "reproducible."
+    )
+    return text
 
 
 def _row(
@@ -278,11 +424,16 @@ def _row(
     cause_evidence: str,
     verdict: Verdict = NO_INFERENCE,
     alpha: float = 0.05,
+    verdict_name: str = "",
 ) -> dict:
     if cause_evidence not in CAUSE_EVIDENCE:
         raise ValueError(f"cause_evidence must be one of {CAUSE_EVIDENCE}, got {cause_evidence!r}")
+    if verdict is NO_INFERENCE:
+        verdict_name = ""
     row = {
         "quantity": quantity,
+        "verdict": verdict_name,
+        "conclusion": stated_conclusion(verdict_name),
         "published": float(published),
         "reproduced_as_published": float(reproduced),
         "corrected": float(corrected),
@@ -330,6 +481,7 @@ def aligned_rows(
     alpha: float = 0.05,
     decimals: int = 3,
     significant: int | None = None,
+    model: str = "",
 ) -> list[dict]:
     """Return the errata rows of a table that nonolab computes under both SAT-statistics
     alignments, one per published value whose corrected value differs at ``decimals`` (or,
@@ -345,7 +497,9 @@ def aligned_rows(
     ``cause_evidence`` labels every row, unless ``join_only`` is given: nonolab's table under
     the published sample and the corrected join (keyed like ``ours``); a row is then ``error``
     when the corrected join alone changes the value at the published precision, else
-    ``analysis choice``.
+    ``analysis choice``. ``model`` (formatted with the key values) names the model a row's
+    term belongs to: the row's ``verdict`` is ``"<model>; <term of its rule>"`` (the same
+    model and term in two published files is one verdict); without it the source and keys.
     """
     rules = dict(rules or {})
     ours = ours.reset_index(drop=True)
@@ -409,6 +563,14 @@ def aligned_rows(
                     p_published_adjusted=float(rep_row[a]),
                     p_corrected_adjusted=float(cor_row[a]),
                 )
+            name = ""
+            if col in rules:
+                where = (
+                    model.format(**names)
+                    if model
+                    else f"{source} " + ", ".join(f"{v}" for v in names.values())
+                )
+                name = f"{where}; {rules[col].term}"
             rows.append(
                 _row(
                     quantity.format(label=col, **names),
@@ -420,17 +582,24 @@ def aligned_rows(
                     label,
                     verdict,
                     alpha,
+                    name,
                 )
             )
     return rows
 
 
-def _spearman_rule(p: str, rho: str, what: str, family_by: tuple[str, ...] = ()) -> Rule:
+def _spearman_rule(
+    p: str,
+    rho: str,
+    what: str,
+    family_by: tuple[str, ...] = (),
+    test: str = "t approximation",
+) -> Rule:
     return Rule(
         p=p,
         estimate=rho,
-        inference="Spearman rank correlation over the puzzles (t approximation), as the "
-        "corrected table reports",
+        inference=f"Spearman rank correlation over the puzzles ({test}), as the corrected "
+        "table reports",
         family=f"the SAT metrics of the table ({what})",
         family_by=family_by,
     )
@@ -454,43 +623,73 @@ def table1_rows(
     it).
 
     ``erratum``: ``results/tables/table1_erratum.csv`` (``metric``, ``published_*`` and
-    ``corrected_*`` of ``bt_rho``, ``bt_p``, ``raw_rho``, ``raw_p``, ``bt_p_fdr``);
-    ``published``: the published statistics file (he2026: ``stats_bt_vs_sat.csv``:
-    ``predictor_type``, ``predictor``, ``bt_rho``, ``bt_p``, ``raw_rho``, ``raw_p``,
-    ``bt_p_fdr``). Values are compared at ``decimals`` (the published table's 3)."""
+    ``corrected_*`` of ``bt_rho``, ``bt_p``, ``raw_rho``, ``raw_p``, ``bt_p_fdr`` (the
+    published method's asymptotic p) and ``perm_p`` / ``raw_perm_p`` (Table 1's exact
+    permutation p)); ``published``: the published statistics file (he2026:
+    ``stats_bt_vs_sat.csv``: ``predictor_type``, ``predictor``, ``bt_rho``, ``bt_p``,
+    ``raw_rho``, ``raw_p``, ``bt_p_fdr``). Values are compared at ``decimals`` (the published
+    table's 3).
+
+    One p per number: a p row's corrected value and every verdict use Table 1's own test, the
+    permutation p (BH over the metrics for the FDR row); the reproduction of the published
+    method keeps the published asymptotic p. An erratum written before the permutation columns
+    falls back to the asymptotic p."""
     if "published_bt_rho" not in erratum.columns:
         return []
     stats = [
         s for s in TABLE1_LABELS if f"published_{s}" in erratum.columns and s in published.columns
     ]
-    ours = pd.concat(
-        [
-            erratum[["metric"]]
-            .assign(alignment=a)
-            .join(erratum[[f"{a}_{s}" for s in stats]].set_axis(stats, axis=1))
-            for a in ("published", "corrected")
-        ],
-        ignore_index=True,
-    ).rename(columns=TABLE1_LABELS)
+    perm = {"BT": "perm_p", "raw": "raw_perm_p"}
+    has_perm = {k: f"corrected_{c}" in erratum.columns for k, c in perm.items()}
+    frames = []
+    for a in ("published", "corrected"):
+        f = erratum[["metric"]].assign(alignment=a)
+        for st in stats:
+            f[TABLE1_LABELS[st]] = erratum[f"{a}_{st}"].astype(float)
+        for k, c in perm.items():
+            f[f"{k} perm p"] = erratum[f"{a}_{c}"].astype(float) if has_perm[k] else f[f"{k} p"]
+        if a == "corrected":  # the corrected numbers are Table 1's own test
+            for k in perm:
+                if has_perm[k] and f"{k} p" in f:
+                    f[f"{k} p"] = f[f"{k} perm p"]
+            if has_perm["BT"] and "BT p (FDR)" in f:
+                f["BT p (FDR)"] = bh_fdr(f["BT perm p"])
+        frames.append(f)
+    ours = pd.concat(frames, ignore_index=True)
     pub = published[published["predictor_type"] == "sat_metric"].rename(columns=TABLE1_LABELS)
-    return aligned_rows(
+    rows = aligned_rows(
         pub,
         ours,
         keys={"metric": "predictor"},
         columns={TABLE1_LABELS[s]: TABLE1_LABELS[s] for s in stats},
         quantity="Table 1 {label}, {metric}",
         source="table1_erratum.csv",
-        rules=table1_rules(),
+        rules=table1_rules(permutation=has_perm["BT"]),
         alpha=alpha,
         decimals=decimals,
+        model="Table 1 {metric}: Spearman",
     )
+    if has_perm["BT"]:
+        for r in rows:
+            if " p" in r["quantity"].split(",")[0]:
+                r["cause"] += "; " + CAUSE_TABLE1_TEST
+    return rows
 
 
-def table1_rules() -> dict[str, Rule]:
-    """The rules of Table 1's columns: the BT and the raw-rating Spearman correlations, each
-    BH-adjusted over the table's metrics (the published ``bt_p_fdr`` family)."""
-    bt = _spearman_rule("BT p", "BT rho", "Bradley-Terry strength")
-    raw = _spearman_rule("raw p", "raw rho", "raw mean rating")
+CAUSE_TABLE1_TEST = (
+    "Table 1's p is the exact permutation p over all orderings of the puzzles (the published p "
+    "is the t approximation, poor for six puzzles)"
+)
+
+
+def table1_rules(permutation: bool = True) -> dict[str, Rule]:
+    """The rules of Table 1's columns: the BT and the raw-rating Spearman correlations by Table
+    1's own test (the exact permutation p, columns ``BT perm p`` / ``raw perm p``; the t
+    approximation when ``permutation`` is False), each BH-adjusted over the table's metrics
+    (the published ``bt_p_fdr`` family)."""
+    test = "exact permutation p, Table 1's test" if permutation else "t approximation"
+    bt = _spearman_rule("BT perm p", "BT rho", "Bradley-Terry strength", test=test)
+    raw = _spearman_rule("raw perm p", "raw rho", "raw mean rating", test=test)
     return {"BT rho": bt, "BT p": bt, "BT p (FDR)": bt, "raw rho": raw, "raw p": raw}
 
 
@@ -574,7 +773,13 @@ def pause_rows(
     if conv_od:
         evidence += (
             f"; over {od['n_orders']} random orders of the same gaps the converged crossing "
-            f"stays within {conv_od['min']:.7f}-{conv_od['max']:.7f} s"
+            f"moves by {conv_od['max'] - conv_od['min']:.1e} s"
+        )
+    ci = conv.get("crossing_interval") or {}
+    if np.isfinite(ci.get("low_s", np.nan)):
+        evidence += (
+            f"; the data pin the converged crossing to {ci['low_s']:.{ci['decimals']}f}-"
+            f"{ci['high_s']:.{ci['decimals']}f} s ({ci['level']:.0%} delta-method interval)"
         )
     k = len(conv["means_log"])
     items = [
@@ -609,9 +814,10 @@ def pause_rows(
         span = _order_values(record, key)
         if span is not None:
             lo, hi = span
+            n_pub = (od.get("published_settings") or {}).get("n_orders", od["n_orders"])
             row_evidence += (
                 f"; the published settings give {lo:,.{dec + 1}f} to {hi:,.{dec + 1}f} over "
-                f"{od['n_orders']} random orders of the same gaps"
+                f"{n_pub} random orders of the same gaps"
             )
             if round(lo, dec) != round(hi, dec):
                 label_evidence = "not reproducible"
@@ -679,6 +885,7 @@ def bootstrap_rows(
                     "error",
                     verdict,
                     alpha,
+                    f"BT strength of puzzle {pid} vs the average puzzle; bootstrap interval",
                 )
             )
     return rows
@@ -692,7 +899,9 @@ def theme_fdr_rows(
     recomputed from the raw ``p`` of ``results/tables/themes_vs_difficulty.csv``) vs the
     table's ``p_fdr`` (every test in the family). ``published`` is NaN: the published files
     give no theme p-values. Verdicts: the Mann-Whitney p (the same both ways) and the two
-    families' BH p-values; effect: the rank-biserial r."""
+    families' BH p-values; effect: the rank-biserial r. ``cause_evidence`` is ``analysis
+    choice`` (which themes form the family is a choice, and the paper publishes no theme p);
+    the verdict table (:func:`verdict_table`) shows where the family decides the verdict."""
     tested = themes[themes["p"].notna()]
     family = tested[tested["n_present"] >= min_present]
     if len(family) == len(tested) or family.empty:
@@ -731,9 +940,10 @@ def theme_fdr_rows(
                 cor,
                 CAUSE_FDR,
                 evidence,
-                "error",
+                "analysis choice",
                 verdict,
                 alpha,
+                f"theme {r['code']} vs final difficulty (Mann-Whitney); BH family",
             )
         )
     return rows
@@ -787,6 +997,7 @@ def behaviour_on_sat_rows(
         quantity=source + " {predictor} {label}",
         source=source,
         cause=cause,
+        model=metric + " ~ behaviours (OLS), {predictor}",
         rules={"coef": rule, "p_value": rule},
         alpha=alpha,
         significant=3,
@@ -839,6 +1050,7 @@ def behaviour_moderation_rows(
         quantity=source + " {outcome} x {metric} {label}",
         source=source,
         rules=rules,
+        model="{outcome} ~ {metric} x expertise (LMM)",
         alpha=alpha,
         significant=3,
     )
@@ -860,6 +1072,7 @@ def behaviour_models_rows(
         columns={"coef": "coef", "p": "p", "p_fdr": "p_fdr"},
         quantity=source + " {outcome_column} ~ {metric} {label}",
         source=source,
+        model="{outcome_column} ~ {metric} (LMM)",
         rules=dict.fromkeys(("coef", "p", "p_fdr"), behaviour_models_rule()),
         alpha=alpha,
         significant=3,
@@ -930,6 +1143,7 @@ def moderation_rows(
         quantity=source + " {metric} {label}",
         source=source,
         rules=rules,
+        model="final_difficulty ~ {metric} x expertise (LMM)",
         alpha=alpha,
         significant=3,
     )
@@ -1037,6 +1251,7 @@ def adjustment_model_rows(
         columns={"coef": "coef", "se": "se", "p_value": "p_value"},
         quantity=source + " {term} {label}",
         source="adjustment_models.csv",
+        model=f"{model} adjustment (OLS), " + "{term}",
         cause=CAUSE_SAMPLE,
         cause_evidence="analysis choice",
         rules=dict.fromkeys(("coef", "se", "p_value"), rule),
@@ -1091,6 +1306,7 @@ def adjusted_difficulty_vs_sat_rows(
         columns={c: c for c in cols},
         quantity=source + " {sat_metric} {label}",
         source="adjusted_difficulty_vs_sat.csv",
+        model="adjusted-difficulty table {sat_metric}: Spearman",
         cause=CAUSE_SAMPLE_AND_JOIN,
         join_only=_join_only(table),
         rules={

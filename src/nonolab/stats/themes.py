@@ -277,7 +277,22 @@ THEME_BEHAVIOURS: tuple[str, ...] = (
     "hint_count",
     "error_count",
     "incorrect_submissions",
+    "action_count",
 )
+
+
+def with_action_counts(attempts: pd.DataFrame, events: pd.DataFrame) -> pd.DataFrame:
+    """Return ``attempts`` with ``action_count``: the attempt's player actions, i.e. its events
+    of role ``interaction`` inside the puzzle window (``phase == "puzzle"``, same participant
+    and ``order``; moves, drags, hints, checks, resets, undos, skips, advances; platform markers
+    not counted), 0 when there are none."""
+    ev = events[(events["phase"] == "puzzle") & (events["role"] == "interaction")]
+    n = ev.groupby(["participant_id", "order"]).size().rename("action_count")
+    out = attempts.drop(columns=["action_count"], errors="ignore").merge(
+        n.reset_index(), on=["participant_id", "order"], how="left", validate="one_to_one"
+    )
+    out["action_count"] = out["action_count"].fillna(0).astype(int)
+    return out
 
 
 def with_incorrect_submissions(attempts: pd.DataFrame, events: pd.DataFrame) -> pd.DataFrame:
@@ -422,11 +437,12 @@ def theme_tables(
     every behaviour of :data:`THEME_BEHAVIOURS` present in the attempts, within participants);
     ``checks``: the ``convergent`` code -> behaviour columns restricted to codes present;
     ``n_responses``: rating reasons with a final difficulty and at least one theme code.
-    ``events`` (the ingest's events table) adds ``incorrect_submissions`` to the attempts
-    (:func:`with_incorrect_submissions`); without it, checks of that behaviour are an error.
+    ``events`` (the ingest's events table) adds ``incorrect_submissions`` and ``action_count``
+    to the attempts (:func:`with_incorrect_submissions`, :func:`with_action_counts`); without
+    it, checks of those behaviours are an error and the behaviour table leaves them out.
     """
     if events is not None:
-        attempts = with_incorrect_submissions(attempts, events)
+        attempts = with_action_counts(with_incorrect_submissions(attempts, events), events)
     themes, strategies = theme_codes(coded), strategy_codes(coded)
     resp = theme_test_responses(coded)
     all_coded = coded_subset(coded, ["rating_reason", "comments"], themes)

@@ -52,6 +52,62 @@ def check_config(config: dict[str, Any]) -> None:
         )
 
 
+def coerce_config(config: dict[str, Any]) -> list[str]:
+    """Parse, in place, the strings of ``config`` that the config schema wants as another type
+    and return their key paths: Snakemake's ``--config key={...}`` reads nested values with
+    YAML's base loader, so ``pauses={"components": 2}`` arrives as the string ``"2"``. A string
+    that already satisfies its schema stays a string; another is read as YAML and replaced
+    when the value read satisfies the schema (``"2"`` -> 2, ``"null"`` -> None, ``"true"`` ->
+    True, ``"1e-5"`` -> 1e-05; list items are parsed in turn); anything else is left
+    for :func:`check_config` to refuse, naming the key."""
+    changed: list[str] = []
+    _coerce(config, config_schema(), (), changed)
+    return changed
+
+
+def _coerce(value: Any, schema: dict[str, Any], path: tuple[str, ...], changed: list[str]) -> Any:
+    """Return ``value`` with its strings parsed where ``schema`` wants another type (dicts and
+    lists are changed in place)."""
+    if isinstance(value, str):
+        validator = StrictValidator(schema)
+        if validator.is_valid(value):
+            return value
+        try:
+            parsed = yaml.safe_load(value)
+        except yaml.YAMLError:
+            return value
+        if isinstance(parsed, str):  # YAML 1.1 reads "1e-5" (no dot) as a string
+            for number in (int, float):
+                try:
+                    parsed = number(value)
+                    break
+                except ValueError:
+                    pass
+        if not isinstance(parsed, str) and validator.is_valid(_coerce(parsed, schema, path, [])):
+            changed.append(".".join(path) or "(top level)")
+            return _coerce(parsed, schema, path, [])
+        return value
+    branches = [schema, *schema.get("oneOf", []), *schema.get("anyOf", [])]
+    if isinstance(value, dict):
+        for branch in branches:
+            props = branch.get("properties", {})
+            extra = branch.get("additionalProperties")
+            if not props and not isinstance(extra, dict):
+                continue
+            for key in list(value):
+                sub = props.get(key, extra if isinstance(extra, dict) else None)
+                if sub is not None:
+                    value[key] = _coerce(value[key], sub, (*path, str(key)), changed)
+            break
+    elif isinstance(value, list):
+        for branch in branches:
+            if isinstance(branch.get("items"), dict):
+                for i, item in enumerate(value):
+                    value[i] = _coerce(item, branch["items"], (*path, str(i)), changed)
+                break
+    return value
+
+
 def check_config_file(path: str | os.PathLike) -> None:
     """Raise :class:`ConfigError` naming the file and line when the YAML config file at
     ``path`` names a key twice (YAML would keep the last value silently)."""
@@ -86,6 +142,7 @@ __all__ = [
     "ConfigError",
     "check_config",
     "check_config_file",
+    "coerce_config",
     "config_schema",
     "numeric_leaves",
 ]

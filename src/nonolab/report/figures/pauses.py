@@ -33,18 +33,23 @@ def plot_gap_distribution(
     ``drags``: whether the study logged drag events (names the fastest component)."""
     g = np.asarray(gaps_s, dtype=float)
     z = np.log(g[g > 0])
+    if not len(z):  # no positive gap: an empty axis around the threshold used
+        z = np.log(np.array([float(record["threshold_used_s"])]))
     with style():
         fig, ax = new_figure()
         ax.hist(z, bins=bins, density=True, color="#d9d9d9", edgecolor="none", label="gaps")
         grid = np.linspace(z.min(), z.max(), 600)
-        comps = mixture_density(record, grid)
-        for i, (c, name) in enumerate(zip(comps, component_names(record, drags), strict=True)):
-            ax.plot(grid, c, color=PALETTE[i], lw=1.0, label=name)
-        ax.plot(grid, comps.sum(axis=0), color="black", lw=0.9, ls="--", label="mixture")
-        thr = record["threshold_s"]
+        if record["means_log"]:  # a study too small for a mixture has none (threshold chain)
+            comps = mixture_density(record, grid)
+            names = component_names(record, drags)
+            for i, (c, name) in enumerate(zip(comps, names, strict=True)):
+                ax.plot(grid, c, color=PALETTE[i], lw=1.0, label=name)
+            ax.plot(grid, comps.sum(axis=0), color="black", lw=0.9, ls="--", label="mixture")
+        thr = float(record["threshold_s"])
         used = record["threshold_used_s"]
-        ax.axvline(np.log(thr), color=PALETTE[3], lw=0.9, label=f"crossing {thr:.2f} s")
-        if abs(used - thr) > 1e-9:
+        if np.isfinite(thr):
+            ax.axvline(np.log(thr), color=PALETTE[3], lw=0.9, label=f"crossing {thr:.2f} s")
+        if not np.isfinite(thr) or abs(used - thr) > 1e-9:
             why = " (fallback)" if record.get("threshold_source", "").startswith("fallback") else ""
             ax.axvline(np.log(used), color=GREY, lw=0.9, ls=":", label=f"used {used:.2f} s{why}")
         ticks = [0.001, 0.01, 0.1, 1, 10, 100]

@@ -1,0 +1,92 @@
+"""Benchmark of the pause rule's work on the public study: ``pause_threshold`` with the
+workflow's settings and the data-order check (``order_dependence``), for this checkout and, in
+the same run, for a baseline source tree (``--baseline-src DIR``: e.g. ``git archive <commit>
+src | tar -x -C DIR``), each in a child process. Writes a JSON result (wall seconds, crossings,
+ranges) to ``--out``.
+
+    python benchmarks/pauses_bench.py --study ../shared/study-data --baseline-src /tmp/base/src \
+        --out benchmarks/results/pauses_bench.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+
+CHILD = r"""
+import json, sys, time
+import numpy as np
+import yaml
+from nonolab.stats.pauses import order_dependence, pause_threshold
+from nonolab.study.features import interaction_gaps
+from nonolab.study.ingest import ingest_study
+from nonolab.study.presets import resolve_preset
+
+study, config = sys.argv[1], yaml.safe_load(open(sys.argv[2]))["pauses"]
+gaps = interaction_gaps(ingest_study(study, resolve_preset(study)).tables["events"])["gap_s"]
+g = gaps.to_numpy()
+pub = resolve_preset(study).data["published"]
+t0 = time.perf_counter()
+rec = pause_threshold(
+    g, threshold=config["threshold"], preset_threshold=pub.get("pause_threshold_s"),
+    components=config["components"], n_init=config["n_init"],
+    random_state=config["random_state"], em_tol=config["em_tol"],
+    preset_em_tol=pub.get("pause_em_tol"), converged=config["converged"],
+    max_fit_gaps=config.get("max_fit_gaps"),
+)
+t1 = time.perf_counter()
+order = config["order_check"]
+_, summary = order_dependence(
+    g, n_orders=order["n_orders"], seed=order["seed"], components=config["components"],
+    n_init=config["n_init"], random_state=config["random_state"], converged=config["converged"],
+)
+t2 = time.perf_counter()
+print(json.dumps({
+    "threshold_s": t1 - t0, "order_check_s": t2 - t1, "total_s": t2 - t0,
+    "converged_crossing_s": rec["converged_fit"]["threshold_s"],
+    "published_crossing_s": rec["published_settings_fit"]["threshold_s"],
+    "order_summary": summary,
+}))
+"""
+
+
+def run(src: Path, study: str) -> dict:
+    env = {**os.environ, "PYTHONPATH": str(src), "OMP_NUM_THREADS": "1"}
+    config = REPO / "config" / "config.yaml"
+    out = subprocess.run(
+        [sys.executable, "-c", CHILD, study, str(config)],
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    if out.returncode:
+        raise SystemExit(f"benchmark child ({src}) failed:\n{out.stderr[-3000:]}")
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--study", required=True)
+    ap.add_argument("--baseline-src", type=Path)
+    ap.add_argument("--out", type=Path, required=True)
+    a = ap.parse_args()
+    res = {"date": time.strftime("%Y-%m-%d"), "load_before": os.getloadavg()[0]}
+    res["current"] = run(REPO / "src", a.study)
+    if a.baseline_src:
+        res["baseline"] = run(a.baseline_src, a.study)
+        res["ratio_total"] = res["baseline"]["total_s"] / res["current"]["total_s"]
+    res["load_after"] = os.getloadavg()[0]
+    a.out.parent.mkdir(parents=True, exist_ok=True)
+    a.out.write_text(json.dumps(res, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    print(json.dumps(res, indent=1, sort_keys=True))
+
+
+if __name__ == "__main__":
+    main()
