@@ -16,7 +16,12 @@ from hypothesis import strategies as st
 
 from nonolab.report import headline
 from nonolab.stats.correlations import p_method
-from nonolab.stats.errata import ERRATA_COLUMNS, errata_summary
+from nonolab.stats.errata import (
+    ERRATA_COLUMNS,
+    errata_summary,
+    errata_summary_text,
+    verdict_table,
+)
 
 
 def _table1(root: Path, rows: list[dict]) -> None:
@@ -123,6 +128,7 @@ def test_errata_summary_sentences_follow_the_table(tmp_path):
         row = dict.fromkeys(ERRATA_COLUMNS, "")
         row.update(
             quantity=f"q{i}",
+            verdict=f"model {i % 7}; term",
             published=rng.normal(),
             corrected=rng.normal(),
             change_category=rng.choice(["significance", "direction", "estimate"]),
@@ -136,15 +142,22 @@ def test_errata_summary_sentences_follow_the_table(tmp_path):
     )
     t = pd.read_csv(tmp_path / "tables" / "errata.csv")
     summary = errata_summary(t)
-    text = " ".join(headline.errata_sentences(tmp_path))
+    sentences = headline.errata_sentences(tmp_path)
+    text = " ".join(sentences)
+    # the README's sentence, by the same function
+    assert sentences[0] == errata_summary_text(summary)
     assert text.startswith(f"{n} published numbers change.")
     for cat, k in summary["change_category"].items():
         assert f"{cat}: {k}" in text
     for cause, k in summary["cause_evidence"].items():
         assert f"{cause}: {k}" in text
-    assert f"{summary['conclusions_changed']} numbers change a conclusion" in text
-    first = t[t["change_category"].isin(["significance", "direction"])].iloc[0]
-    assert f"{first['quantity']}: {first['change_category']} changes" in text
+    verdicts = verdict_table(t)
+    changed = verdicts[verdicts["category"].isin(["significance", "direction"])]
+    assert len(changed) and summary["other_flips"] == len(changed)  # no registered conclusion
+    first = changed.iloc[0]
+    assert f"{first['verdict']}: {first['category']} changes; evidence: " in text
+    # a verdict is listed once, however many rows are its evidence
+    assert text.count(f"{first['verdict']}: ") == 1
 
 
 def test_no_errata_rows_no_summary(tmp_path):

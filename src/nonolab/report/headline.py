@@ -492,50 +492,42 @@ def _degenerate_sentences(rec: Mapping[str, Any]) -> list[str]:
 
 
 def errata_sentences(root: Path) -> list[str]:
-    """Sentences summarising ``tables/errata.csv`` (:func:`nonolab.stats.errata.errata_summary`):
-    how many published numbers change, how many per kind of change and per kind of cause, how
-    many conclusions change, and which (quantity and cause), first twelve. Empty when the table
-    is missing or has no rows (a study without a published analysis). A table written before
-    the categorical columns existed gives its row count and says so."""
+    """Sentences summarising ``tables/errata.csv``: the counts of
+    :func:`nonolab.stats.errata.errata_summary` in the README's words
+    (:func:`~nonolab.stats.errata.errata_summary_text`: published numbers that change, verdicts
+    judged, conclusion changes of the paper's stated conclusions, other significance flips),
+    the rows by kind of change and by cause, then each verdict whose significance or direction
+    changes with its evidence rows, first twelve. Empty when the table is missing or has no
+    rows (a study without a published analysis). A table written before the categorical columns
+    existed gives its row count and says so."""
     path = root / "tables" / "errata.csv"
     if not path.is_file():
         return []
     t = read_csv(path)
     if t.empty:
         return []
-    out = [f"{len(t)} published numbers change."]
-    if not {"change_category", "cause_evidence"} <= set(t.columns):
-        return out + [
-            "This errata table has no change categories: rerun the errata stage "
-            "(`nonolab run`) for the summary by kind of change and cause."
+    if not {"change_category", "cause_evidence", "verdict"} <= set(t.columns):
+        return [
+            f"{len(t)} published numbers change.",
+            "This errata table has no verdicts or change categories: rerun the errata stage "
+            "(`nonolab run`) for the summary by verdict, kind of change and cause.",
         ]
-    from nonolab.stats.errata import errata_summary
+    from nonolab.stats.errata import errata_summary, errata_summary_text, verdict_table
 
     summary = errata_summary(t)
 
     def counts(d: Mapping[str, int]) -> str:
         return "; ".join(f"{k}: {v}" for k, v in d.items())
 
-    out.append(f"By kind of change: {counts(summary['change_category'])}.")
-    out.append(f"By cause: {counts(summary['cause_evidence'])}.")
-    changed = t[t["change_category"].isin(["significance", "direction"])]
-    n = summary["conclusions_changed"]
-    if n == 0:
-        out.append("No conclusion changes (no change of significance or of direction).")
-        return out
-    more = summary.get("unadjusted_only") or 0
-    out.append(
-        f"{n} numbers change a conclusion (significance or direction under the errata's "
-        "inference rule)"
-        + (f"; {more} more cross 0.05 only without the multiplicity adjustment" if more else "")
-        + ":"
-    )
+    out = [errata_summary_text(summary)]
+    out.append(f"Rows by kind of change: {counts(summary['change_category'])}.")
+    out.append(f"Rows by cause: {counts(summary['cause_evidence'])}.")
+    verdicts = verdict_table(t)
+    changed = verdicts[verdicts["category"].isin(["significance", "direction"])]
     for _, row in changed.head(12).iterrows():
-        cause = str(row.get("cause", "")).split(":")[0]
+        stated = " (a conclusion the paper states)" if row["conclusion"] else ""
         out.append(
-            f"{row['quantity']}: {row['change_category']} changes "
-            f"(published {fmt(row.get('published'))}, corrected {fmt(row.get('corrected'))}); "
-            f"cause: {cause} ({row['cause_evidence']})."
+            f"{row['verdict']}: {row['category']} changes{stated}; evidence: {row['quantities']}."
         )
     if len(changed) > 12:
         out.append(f"... and {len(changed) - 12} more: see the errata table.")
