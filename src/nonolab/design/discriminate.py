@@ -439,11 +439,15 @@ class DesignDiscrimination:
 
     def record(self) -> dict[str, object]:
         """Return the plan's ``selection`` entries of the discriminating criterion (they replace
-        the D-optimal ``criterion``; ``d_criterion`` stays that of the selection)."""
+        the D-optimal ``criterion_id``, ``criterion``, ``spread`` and ``metrics``: the named
+        measures; ``d_criterion`` stays that of the selection over the SAT metrics)."""
         row = self.rows()[0]
         return {
+            "criterion_id": "discriminating",
             "criterion": f"discriminating: log det R_S + {self.weight} sum log v_i over "
             f"z(measures) of the eligible pool, each SD >= {MIN_SD} (nonolab.design.discriminate)",
+            "spread": False,  # no tie cap: the criterion's own spread floor
+            "metrics": list(self.names),
             "discriminate": list(self.names),
             "discriminate_weight": self.weight,
             "max_abs_measure_correlation": round(float(row["max_abs_correlation"]), 8)
