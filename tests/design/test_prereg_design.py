@@ -4,6 +4,9 @@ fallbacks of a K too small among them), and end to end over the CLI's options.""
 
 from __future__ import annotations
 
+import itertools
+import re
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -127,3 +130,45 @@ def _constraints(rec: dict) -> dict:
         "size": tuple(rec["size"]) if rec.get("size") else None,
         "fill": tuple(rec["fill"]),
     }
+
+
+def _sign(v: float) -> str:
+    return "positive" if v > 0 else "negative"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("rho, slope, inter", list(itertools.product((0.5, -0.5), repeat=3)))
+def test_stated_directions_are_the_planned_effects_signs(study_dir, tmp_path, rho, slope, inter):
+    """Generated over the signs of rho, the rating and behaviour slope and the interaction (the
+    behaviour slope the opposite of the rating's, so that the two H2 parts differ): every
+    direction the pre-registration states is the sign of the number it says the study is
+    planned for, in its own text and in plan.yaml (no 'H1 ... is positive' beside a rho of
+    -0.7), and a contradiction between rho and the rating slope is a stated warning."""
+    eff = tmp_path / "effects.yaml"
+    eff.write_text(
+        f"rating:\n  metric_strength: {slope}\n  interaction: {inter / 5}\n"
+        f"behaviour:\n  slope: {-slope}\n",
+        encoding="utf-8",
+    )
+    out = tmp_path / "d"
+    args = ("--puzzles", "8", "--rho", str(rho), "--effects", str(eff))
+    assert _design(study_dir, out, *args) == 0
+    text = (out / "preregistration.md").read_text(encoding="utf-8")
+    plan = load_plan(out / "plan.yaml")
+    h1 = re.search(r"\*\*H1 \(primary\)\.\*\* .* is (positive|negative)\. ", text)
+    powered = re.search(r"powered for rho = (-?[0-9.]+),", text)
+    assert h1 and powered
+    assert h1.group(1) == _sign(float(powered.group(1))) == _sign(rho)
+    est = plan.analyses[0]["power"]["estimand"]
+    assert h1.group(1) == _sign(float(est.split()[-1]))
+    # H2 / H3 against the effect-size table the same text prints
+    table = dict(re.findall(r"^\| ([a-z][^|]*?) +\| (-?[0-9.]+) ", text, flags=re.M))
+    rating_slope = float(table["rating slope per SD of the metric"])
+    assert f"The final difficulty rating {'increases' if rating_slope > 0 else 'decreases'}" in text
+    word = "increase" if -slope > 0 else "decrease"
+    assert f"hints) {word} with it" in text
+    inter_used = float(table["metric x expertise interaction"])
+    assert f"the planned interaction is {_sign(inter_used)}" in text
+    assert _sign(inter_used) == _sign(inter)
+    warned = "The effects contradict one another" in text
+    assert warned == (_sign(rho) != _sign(rating_slope))
