@@ -14,7 +14,7 @@ from scipy import stats
 from nonolab.design import discriminate as dc
 from nonolab.design.power import RatingModel
 from nonolab.design.schedule import balanced_schedule
-from nonolab.design.selection import SelectionError, _exchange, d_criterion
+from nonolab.design.selection import SelectionError, d_criterion, exchange, log_det_scores
 
 
 def _pool(seed: int, n: int, r: float, p: int = 2) -> np.ndarray:
@@ -86,8 +86,9 @@ def test_vectorised_scores_equal_the_criterion_of_each_swap(seed):
 @settings(max_examples=10, deadline=None)
 @given(seed=st.integers(0, 10_000), k=st.integers(4, 10))
 def test_generic_exchange_with_log_det_is_the_d_optimal_exchange(seed, k):
-    """exchange() with log det(X_S'X_S) as the score reaches the same selection as
-    selection._exchange from the same start (one algorithm)."""
+    """The one exchange (selection.exchange, used by the discriminating criterion too) with
+    log det(X_S'X_S) computed directly per candidate reaches the same D as with the D-optimal
+    selection's lemma score, which equals the direct one for every candidate."""
     rng = np.random.default_rng(seed)
     X = np.column_stack([np.ones(40), rng.normal(size=(40, 2))])
     start = rng.choice(40, k, replace=False)
@@ -96,8 +97,11 @@ def test_generic_exchange_with_log_det_is_the_d_optimal_exchange(seed, k):
         A = X[rest].T @ X[rest]
         return np.array([np.linalg.slogdet(A + np.outer(x, x))[1] for x in X])
 
-    ours = dc.exchange(score, len(X), start)
-    theirs = _exchange(X, start)
+    lemma = log_det_scores(X)
+    assert lemma(start[1:]) == pytest.approx(score(start[1:]), rel=1e-9, abs=1e-9)
+    ours = exchange(score, len(X), start)
+    theirs = exchange(lemma, len(X), start)
+    assert dc.exchange is exchange  # one algorithm, re-exported
     assert d_criterion(X[ours]) == pytest.approx(d_criterion(X[theirs]), rel=1e-9)
 
 

@@ -9,6 +9,7 @@ import pytest
 from nonolab.cli import main
 from nonolab.design.discriminate import measure_frame
 from nonolab.design.plan import load_plan
+from nonolab.design.prereg import selection_line
 from nonolab.design.selection import load_pool
 
 
@@ -42,6 +43,11 @@ def test_discriminate_plans_the_contrast_and_decorrelates(study_dir, tmp_path) -
     assert plan.selection["discriminate_weight"] == 0.25
     text = (out / "preregistration.md").read_text()
     assert "## Which measure predicts better (measure contrast)" in text
+    # the design sentence names the criterion that chose the puzzles (plan.yaml's record)
+    assert plan.selection["criterion_id"] == "discriminating"
+    assert selection_line(plan.selection) in text and "D-optimal for" not in selection_line(
+        plan.selection
+    )
     tab = pd.read_csv(out / "tables" / "design_discrimination.csv")
     disc, dopt = tab.iloc[0], tab.iloc[1]
     assert disc["selection"] == "discriminating_k12" and dopt["selection"] == "d_optimal_k12"

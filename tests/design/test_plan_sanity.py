@@ -3,6 +3,7 @@ extrapolated effects are warned about, defaults are compared with the public stu
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 
 import pytest
@@ -111,6 +112,11 @@ def test_the_reviewed_pilot_is_warned_about() -> None:
     assert "5.18" in text and "-3.15" in text and "5.85" in text
     assert "8x8" in text and "10x10" in text
     assert "only 6 puzzles" in text and "95% interval" in text
+    # both numbers: the observed 0.899 and its shrunk value, by hand: z = atanh(0.899) =
+    # 1.4674, SE^2 = 1.06 / 3, z (1 - SE^2 / z^2) = 1.2266, tanh = 0.84
+    assert (
+        "Shrunk toward 0 by its standard error (empirical Bayes on Fisher's z) it is 0.84." in text
+    )
     assert "contradict one another" in text
     # the slope's interval spans 0 (0.090, SE 0.213: -0.33 to 0.51); the interaction's does not
     assert "metric slope 0.090 (SE 0.213; 95% interval -0.33 to 0.51" in text
@@ -138,3 +144,20 @@ def test_user_strings_are_escaped_for_markdown(text: str) -> None:
 def test_directions_of_zero() -> None:
     d = directions(_settings(0.0, 0.5, -0.2, 0.0))
     assert d == {"H1": "zero", "H2_rating": "positive", "H2_behaviour": "negative", "H3": "zero"}
+
+
+def test_shrunk_rho_by_hand() -> None:
+    """The public study's 0.478 over six puzzles is within one SE of 0 on Fisher's z (z = 0.520,
+    SE = 0.594): shrunk to 0; many puzzles barely move a rho; the sign is kept."""
+    from nonolab.design.sanity import shrunk_rho
+
+    assert shrunk_rho(0.478, 6) == 0.0
+    assert shrunk_rho(-0.899, 6) == pytest.approx(-math.tanh(1.4674 - 1.06 / 3 / 1.4674), abs=1e-3)
+    assert shrunk_rho(0.5, 1003) == pytest.approx(
+        math.tanh(0.5493 - 1.06 / 1000 / 0.5493), abs=1e-4
+    )
+    assert shrunk_rho(0.5, 3) is None and shrunk_rho(1.0, 20) is None
+    warn = effect_checks(
+        replace(_settings(0.478, 0.3, 0.3, 0.1), effect_sources=_FITTED), study={"n_puzzles": 6}
+    )
+    assert any("it is 0.00: no evidence of an effect to plan for." in w for w in warn)

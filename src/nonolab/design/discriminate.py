@@ -29,11 +29,11 @@ the spread of a random selection) a near-hard floor for every measure. On the pu
 default gave the contrast more power than ``w = 0.25`` (spread matters as much as
 decorrelation) and far more than the D-optimal selection over the SAT metrics alone
 (docs/designing-a-study.md, ``benchmarks/discriminate_bench.py``). It is maximised by a Fedorov exchange
-(:func:`exchange`: each selected puzzle in turn swapped for the candidate that most increases
-``phi``, evaluated for every candidate at once by rank-one updates of the selection's sums, until
-no swap helps) from seeded random starts, the best kept (:func:`select_discriminating`).
-:func:`exchange` with ``score = log det`` of ``X_S'X_S`` is the same algorithm as
-:func:`nonolab.design.selection._exchange` (tested to choose the same puzzles).
+(:func:`nonolab.design.selection.exchange`, the same exchange as the D-optimal selection's, with
+the score :func:`criterion_scores`: each selected puzzle in turn swapped for the candidate that
+most increases ``phi``, evaluated for every candidate at once by rank-one updates of the
+selection's sums, until no swap helps) from seeded random starts, the best kept
+(:func:`select_discriminating`).
 
 Contrast (:func:`williams_test`, :func:`zou_interval`, :func:`contrast_power`). The planned test
 compares the two measures' Spearman correlations with the puzzles' Bradley-Terry difficulty,
@@ -57,7 +57,7 @@ import pandas as pd
 from scipy import special, stats
 
 from nonolab.design.power import PowerResult, RatingModel, _ratings, _seed
-from nonolab.design.selection import DEFAULT_METRICS, SelectionError
+from nonolab.design.selection import DEFAULT_METRICS, SelectionError, exchange
 from nonolab.stats.power import bt_win_counts, pearson_for_spearman, regularised_bt
 from nonolab.stats.ranking import strongly_connected_batch
 
@@ -167,36 +167,6 @@ def criterion_scores(
         return _phi(s1, s2, len(rest) + 1, w, min_sd)
 
     return score
-
-
-def exchange(
-    score: Callable[[np.ndarray], np.ndarray], n: int, start: np.ndarray, max_rounds: int = 100
-) -> np.ndarray:
-    """Return a selection (sorted indices into ``n`` candidates) improved from ``start`` by
-    Fedorov exchanges: each selected index in turn is swapped for the unselected candidate that
-    maximises ``score(rest)[candidate]`` when that beats the current one by more than a
-    relative 1e-10; until a round makes no swap. ``score(rest)`` returns the criterion of
-    ``rest`` plus each of the ``n`` candidates."""
-    sel = np.array(start, dtype=int).copy()
-    for _ in range(max_rounds):
-        improved = False
-        for i in range(len(sel)):
-            rest = np.delete(sel, i)
-            gain = np.array(score(rest), dtype=float)
-            cur = gain[sel[i]]
-            gain[sel] = -np.inf
-            j = int(np.argmax(gain))
-            better = (
-                gain[j] > cur + 1e-10 * max(1.0, abs(cur))
-                if np.isfinite(cur)
-                else np.isfinite(gain[j])
-            )
-            if better:
-                sel[i] = j
-                improved = True
-        if not improved:
-            break
-    return np.sort(sel)
 
 
 def select_discriminating(
@@ -469,11 +439,15 @@ class DesignDiscrimination:
 
     def record(self) -> dict[str, object]:
         """Return the plan's ``selection`` entries of the discriminating criterion (they replace
-        the D-optimal ``criterion``; ``d_criterion`` stays that of the selection)."""
+        the D-optimal ``criterion_id``, ``criterion``, ``spread`` and ``metrics``: the named
+        measures; ``d_criterion`` stays that of the selection over the SAT metrics)."""
         row = self.rows()[0]
         return {
+            "criterion_id": "discriminating",
             "criterion": f"discriminating: log det R_S + {self.weight} sum log v_i over "
             f"z(measures) of the eligible pool, each SD >= {MIN_SD} (nonolab.design.discriminate)",
+            "spread": False,  # no tie cap: the criterion's own spread floor
+            "metrics": list(self.names),
             "discriminate": list(self.names),
             "discriminate_weight": self.weight,
             "max_abs_measure_correlation": round(float(row["max_abs_correlation"]), 8)

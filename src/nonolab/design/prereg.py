@@ -110,6 +110,26 @@ def hypotheses(s: Any) -> list[str]:
     ]
 
 
+def selection_line(selection: Mapping[str, Any]) -> str:
+    """Return the design's sentence on how the puzzles were chosen, from the plan's
+    ``selection`` record only (the criterion that chose them, over the metrics or measures it
+    used, with the tie cap when it applied), so that it cannot contradict ``plan.yaml``."""
+    cid = str(selection.get("criterion_id", "")) or "not recorded"
+    variables = ", ".join(_md(str(m)) for m in selection.get("metrics", []))
+    scale = (
+        "each on its analysis scale, standardised over the eligible puzzles where it is defined"
+        if cid == "discriminating"
+        else "log1p, standardised over the eligible pool"
+    )
+    kind = "measures" if cid == "discriminating" else "metrics"
+    return (
+        f"* Puzzles: chosen from the pool by the criterion {_md(cid)}: "
+        f"{_md(str(selection.get('criterion', '')))}; over the "
+        f"{kind} {variables} ({scale}). Eligibility: "
+        f"{_constraints(selection.get('constraints', {}))}."
+    )
+
+
 def preregistration(
     plan: Plan,
     settings: Any,
@@ -179,10 +199,7 @@ def preregistration(
         f"* Within-participant: every participant solves {plan.puzzles_per_session} of the "
         f"{len(plan.puzzles)} puzzles in one session, in the order the schedule gives; there "
         "is no between-participant condition.",
-        f"* Puzzles: chosen from the pool by this criterion: "
-        f"{_md(plan.selection.get('criterion', ''))}; metrics "
-        f"{', '.join(plan.selection.get('metrics', []))} (log1p, standardised over the "
-        f"eligible pool). Eligibility: {_constraints(plan.selection.get('constraints', {}))}.",
+        selection_line(plan.selection),
         f"* Schedule ({plan.schedule_extra.get('method')}): blocks of {plan.block_size} "
         "sessions; within each block every puzzle is served once in every position.",
         f"* Achieved balance at the planned {n_plan} sessions: "

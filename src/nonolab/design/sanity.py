@@ -72,6 +72,20 @@ def _rho_interval(rho: float, n: int, level_z: float = 1.959964) -> tuple[float,
     return math.tanh(z - level_z * se), math.tanh(z + level_z * se)
 
 
+def shrunk_rho(rho: float, n: int) -> float | None:
+    """Return a Spearman rho observed over ``n`` puzzles shrunk toward 0 by its standard error:
+    the positive-part James-Stein (empirical-Bayes) estimate on Fisher's z,
+    ``tanh(z max(0, 1 - SE^2 / z^2))`` with ``SE^2 = 1.06 / (n - 3)`` (0 when the observed z is
+    within one SE of 0: no evidence of an effect to plan for); None with 3 puzzles or fewer
+    or |rho| >= 1 (unitless)."""
+    if n <= 3 or not abs(rho) < 1:
+        return None
+    z = math.atanh(rho)
+    if z == 0:
+        return 0.0
+    return math.tanh(z * max(0.0, 1.0 - 1.06 / (n - 3) / (z * z)))
+
+
 def effect_table(s: Any) -> list[EffectRow]:
     """Return the effect sizes ``s`` (:class:`~nonolab.design.study.DesignSettings`) plans
     with, each beside the public study's fit and where it came from."""
@@ -203,10 +217,17 @@ def effect_checks(
     if "rho" in fitted and n_puz is not None and int(n_puz) <= FEW_PUZZLES:
         ci = _rho_interval(s.rho, int(n_puz))
         span = f" (95% interval {ci[0]:.2f} to {ci[1]:.2f})" if ci else ""
+        shr = shrunk_rho(s.rho, int(n_puz))
+        shrunk = (
+            f" Shrunk toward 0 by its standard error (empirical Bayes on Fisher's z) it is "
+            f"{shr:.2f}" + (": no evidence of an effect to plan for." if shr == 0 else ".")
+            if shr is not None
+            else ""
+        )
         out.append(
             f"The planned rho {s.rho:.2f} is the Spearman correlation observed over only "
             f"{int(n_puz)} puzzles{span}: the study is powered for a value that could be far "
-            "from the truth; consider --rho with a smaller, defensible value."
+            f"from the truth; consider --rho with a smaller, defensible value.{shrunk}"
         )
     names = {"rating.metric_slope": "metric slope", "rating.interaction": "interaction"}
     for field, (est, se) in sorted((study.get("estimates") or {}).items()):

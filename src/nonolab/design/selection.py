@@ -14,10 +14,11 @@ proportional to ``M = X'X / K`` with ``X = [1, x_1, ..., x_p]`` over the K selec
 the D-criterion ``D = det(M)^(1/(p+1))`` (:func:`d_criterion`) rewards both the spread of each
 metric (one metric: ``D^2`` is its variance over the selection) and low correlation between the
 metrics (their effects can be separated); ``D`` is per puzzle, so designs with different K
-compare. :func:`select_puzzles` maximises it by Fedorov's exchange algorithm (each selected puzzle
-in turn swapped for the eligible candidate that most increases ``det``, by the matrix
-determinant lemma for all candidates at once, until no swap helps), from several seeded random
-starts. Constraints filter the eligible pool first (:class:`Constraints`: unique solution,
+compare. :func:`select_puzzles` maximises it by Fedorov's exchange algorithm (:func:`exchange`,
+the one exchange of every criterion here and in :mod:`nonolab.design.discriminate`: each selected
+puzzle in turn swapped for the eligible candidate that most increases ``det``, by the matrix
+determinant lemma for all candidates at once (:func:`log_det_scores`), until no swap helps),
+from several seeded random starts. Constraints filter the eligible pool first (:class:`Constraints`: unique solution,
 size, line-solvable or not, fill range, a top fraction of the metric dropped as in the paper).
 :func:`criterion_comparison` reports ``D`` of the selection against random selections of the
 same size from the same eligible pool and against any other selection (the paper's six).
@@ -27,7 +28,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -289,34 +290,50 @@ def d_criterion(X: np.ndarray) -> float:
     return float(math.exp(logdet / q)) if sign > 0 else 0.0
 
 
-def _exchange(
-    X: np.ndarray,
+def log_det_scores(X: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
+    """Return ``score(rest)``: ``log det`` of ``X_rest' X_rest + x x'`` for every row ``x`` of
+    ``X`` at once (the matrix determinant lemma, ``log det A + log1p(x' A^-1 x)``; a singular or
+    ill-conditioned ``A`` evaluates every candidate directly), the D-criterion's score for
+    :func:`exchange`."""
+
+    def score(rest: np.ndarray) -> np.ndarray:
+        A = X[rest].T @ X[rest]
+        sign, base = np.linalg.slogdet(A)
+        if sign > 0 and np.linalg.cond(A) < 1e10:
+            return np.log1p(np.einsum("ij,jk,ik->i", X, np.linalg.inv(A), X)) + base
+        return np.array([np.linalg.slogdet(A + np.outer(x, x))[1] for x in X], dtype=float)
+
+    return score
+
+
+def exchange(
+    score: Callable[[np.ndarray], np.ndarray],
+    n: int,
     start: np.ndarray,
     max_rounds: int = 100,
+    *,
     values: np.ndarray | None = None,
     cap: int = 1,
 ) -> np.ndarray:
-    """Return a selection (indices into ``X``) improved from ``start`` by Fedorov exchanges
-    until no single swap increases ``det(X_S' X_S)`` by more than a relative 1e-10; with
-    ``values`` (one per row of ``X``) a swap never brings in a value ``cap`` other selected
-    rows already have (a selection that starts within the cap stays within it)."""
-    sel = start.copy()
-    n = len(X)
+    """Return a selection (sorted indices into ``n`` candidates) improved from ``start`` by
+    Fedorov exchanges, the one exchange of every selection criterion (D-optimal here with
+    :func:`log_det_scores`, the discriminating criterion of :mod:`nonolab.design.discriminate`):
+    each selected index in turn is swapped for the unselected candidate that maximises
+    ``score(rest)[candidate]`` when that beats the current one by more than a relative 1e-10
+    (from a selection scoring ``-inf``, any finite score), until a round makes no swap.
+    ``score(rest)`` returns the criterion of ``rest`` plus each of the ``n`` candidates. With
+    ``values`` (one per candidate) a swap never brings in a value ``cap`` other selected
+    candidates already have (a selection that starts within the cap stays within it)."""
+    sel = np.array(start, dtype=int).copy()
     for _ in range(max_rounds):
         improved = False
         for i in range(len(sel)):
             rest = np.delete(sel, i)
-            A = X[rest].T @ X[rest]
-            sign, base = np.linalg.slogdet(A)
-            cur = np.linalg.slogdet(A + np.outer(X[sel[i]], X[sel[i]]))[1]
-            if sign > 0 and np.linalg.cond(A) < 1e10:
-                Ai = np.linalg.inv(A)
-                gain = np.log1p(np.einsum("ij,jk,ik->i", X, Ai, X)) + base
-            else:  # singular or ill-conditioned remainder: every candidate directly
-                gain = np.array([np.linalg.slogdet(A + np.outer(x, x))[1] for x in X], dtype=float)
+            gain = np.array(score(rest), dtype=float)
+            cur = gain[sel[i]]
             taken = np.zeros(n, dtype=bool)
             taken[sel] = True
-            if values is not None:  # no value ``cap`` other selected puzzles have
+            if values is not None:  # no value ``cap`` other selected candidates have
                 u, c = np.unique(values[rest], return_counts=True)
                 taken |= np.isin(values, u[c >= cap])
             gain[taken] = -np.inf
@@ -366,6 +383,7 @@ def select_puzzles(
     if k < q:
         raise SelectionError(f"{k} puzzles cannot separate {q - 1} effects: need >= {q}")
     rng = np.random.default_rng(np.random.SeedSequence([seed, k]))
+    score = log_det_scores(X)
     best, best_val = None, -np.inf
     for _ in range(starts):
         if values is None:
@@ -374,7 +392,7 @@ def select_puzzles(
             order = rng.permutation(n)
             rank = pd.Series(values[order]).groupby(values[order]).cumcount().to_numpy()
             start = rng.choice(order[rank < cap], k, replace=False)
-        sel = _exchange(X, start, values=values, cap=cap)
+        sel = exchange(score, n, start, values=values, cap=cap)
         val = d_criterion(X[sel])
         if val > best_val + 1e-12 or (
             abs(val - best_val) <= 1e-12 and best is not None and tuple(sel) < tuple(best)

@@ -328,11 +328,7 @@ def run_design(
     ks = sorted(set(s.k_curve) | {s.n_puzzles})
 
     def select(k: int, criterion: str, spread: bool) -> np.ndarray:
-        # a K too small to separate every metric (and the curvature) is chosen for the
-        # primary metric alone; too small for a quadratic even then: the straight line
-        quad = int(criterion == "d_quadratic")
-        ms = metrics if k > len(metrics) + quad else [s.primary_metric]
-        c = criterion if k > len(ms) + 1 else "d_linear"
+        c, ms = criterion_used(k, criterion, metrics)
         return select_puzzles(el, k, ms, seed=seeds["selection"], criterion=c, distinct=spread)
 
     chosen = {k: select(k, s.criterion, s.spread) for k in ks}
@@ -348,7 +344,8 @@ def run_design(
     linear = select(s.n_puzzles, "d_linear", False)  # the straight-line D-optimum
     alternative = None if (s.criterion, s.spread) == ("d_linear", False) else linear
     d_opt = float(np.exp(np.linalg.slogdet(X[linear].T @ X[linear] / s.n_puzzles)[1] / X.shape[1]))
-    sel_name = f"{s.criterion}{'_spread' if s.spread else ''}_k{s.n_puzzles}"
+    used = criterion_used(s.n_puzzles, s.criterion, metrics)[0]
+    sel_name = f"{used}{'_spread' if s.spread else ''}_k{s.n_puzzles}"
     rand = random_criteria(
         el, s.n_puzzles, metrics, s.random_selections, seeds["random_selections"]
     )
@@ -653,13 +650,7 @@ def run_design(
         created_by=f"nonolab design {_version()}",
         participants={"planned": int(n_plan), "stopping_rule": stop},
         selection={
-            "criterion": CRITERION_TEXT[s.criterion]
-            + (
-                "; at most ceil(K / 8) puzzles (or the fewest the pool allows) share a value"
-                if s.spread
-                else ""
-            ),
-            "metrics": metrics,
+            **selection_record(*criterion_used(s.n_puzzles, s.criterion, metrics), s.spread),
             "constraints": s.constraints.record(),
             "d_criterion": round(float(crit.iloc[0]["d_criterion"]), 4),
             "d_criterion_linear_optimum": round(d_opt, 4),
@@ -702,6 +693,35 @@ def run_design(
         text += dsc.markdown(disc, c_rows)
     plan_mod._atomic_write(text, out / "preregistration.md")
     return summary
+
+
+def criterion_used(k: int, criterion: str, metrics: Sequence[str]) -> tuple[str, list[str]]:
+    """Return the criterion and the metrics a selection of ``k`` puzzles is made with when
+    ``criterion`` over ``metrics`` (primary first) is asked for: a K too small to separate
+    every metric (and the curvature) is chosen for the primary metric alone; too small for a
+    quadratic even then, for its straight line (``d_linear``)."""
+    quad = int(criterion == "d_quadratic")
+    ms = list(metrics) if k > len(metrics) + quad else [metrics[0]]
+    return (criterion if k > len(ms) + 1 else "d_linear"), ms
+
+
+def selection_record(criterion: str, metrics: Sequence[str], spread: bool) -> dict[str, object]:
+    """Return the plan's ``selection`` entries naming the criterion that chose the puzzles:
+    ``criterion_id`` (:data:`~nonolab.design.selection.CRITERIA`), ``criterion`` (its
+    definition, :data:`CRITERION_TEXT`, with the tie cap when ``spread``), ``spread`` and
+    ``metrics`` (those of the criterion). The discriminating criterion replaces these
+    (:meth:`nonolab.design.discriminate.DesignDiscrimination.record`)."""
+    return {
+        "criterion_id": criterion,
+        "criterion": CRITERION_TEXT[criterion]
+        + (
+            "; at most ceil(K / 8) puzzles (or the fewest the pool allows) share a value"
+            if spread
+            else ""
+        ),
+        "spread": bool(spread),
+        "metrics": list(metrics),
+    }
 
 
 CRITERION_TEXT = {
