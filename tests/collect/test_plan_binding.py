@@ -301,3 +301,39 @@ def test_nonolab_serve_refuses_to_start_over_a_database_of_another_plan(tmp_path
     assert out.returncode == 0, out.stderr
     assert "the export uses the database's own plan" in out.stderr
     assert (tmp_path / "e2" / "plan.yaml").read_bytes() == PLAN.read_bytes()
+
+
+def test_an_app_for_another_plan_is_refused_and_its_routes_never_answer_500(tmp_path, db_url):
+    """``create_app`` over a database bound to another plan raises :class:`PlanMismatch` (the
+    server does not start); an app whose database was bound to another plan since (another
+    process) answers its researcher's export and validate with 409 naming both hashes, writes
+    nothing, and answers the rest as before."""
+    raw = _raw()
+    plan_a = load_plan(_write(tmp_path, raw, "a.yaml"))
+    other = copy.deepcopy(raw)
+    other["name"] = raw["name"] + "-b"
+    plan_b = load_plan(_write(tmp_path, other, "b.yaml"))
+    store = Store(db_url)
+    try:
+        store.bind_plan(plan_a)
+        with pytest.raises(PlanMismatch) as e:
+            create_app(plan_b, store, "admin-secret-long-enough")
+        assert plan_a.digest in str(e.value) and plan_b.digest in str(e.value)
+        client = TestClient(create_app(plan_a, store, "admin-secret-long-enough",
+                                       export_dir=tmp_path / "export"))  # fmt: skip
+        Scripted(client, join(client)).send({"kind": "step", "from": "consent"})
+        # another process binds the database to plan B (as a start over an older database did)
+        from nonolab.collect.store import PLAN_BINDING
+
+        with store.engine.begin() as conn:
+            conn.execute(PLAN_BINDING.update().values(digest=plan_b.digest, plan_text=plan_b.text))
+        auth = {"Authorization": "Bearer admin-secret-long-enough"}
+        for method, route in (("POST", "/api/admin/export"), ("GET", "/api/admin/validate")):
+            r = client.request(method, route, headers=auth)
+            assert r.status_code == 409, (route, r.status_code, r.text)
+            assert plan_a.digest in r.json()["error"] and plan_b.digest in r.json()["error"]
+        assert not (tmp_path / "export").exists()
+        assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".export")] == []
+        assert client.get("/api/admin/summary", headers=auth).status_code == 200
+    finally:
+        store.close()
