@@ -201,6 +201,9 @@ class Run:
         self.export_lock = threading.Lock()
         self.excluded: dict[str, str] = {}  # label -> reason, as the researcher excluded them
         self.extra = 0  # sessions the researcher's actions made
+        # counts kill -9 restarts (twice each: before the kill, after the start): a connection
+        # cut while it changed was cut by a restart, not refused by the server
+        self.generation = 0
 
     # -- requests ---------------------------------------------------------------------------
 
@@ -337,15 +340,18 @@ class Run:
     def slow_body(self, token: str) -> None:
         """Send the headers and a few bytes of a body, then nothing: the server must answer 408
         after its body timeout (and keep serving everyone else meanwhile)."""
-        with socket.create_connection(("127.0.0.1", self.server.port), timeout=10) as s:
-            s.sendall(f"POST /api/s/{token}/events HTTP/1.1\r\nHost: 127.0.0.1\r\n"
-                      "Content-Type: application/json\r\nContent-Length: 5000\r\n\r\n"
-                      '{"events": ['.encode())  # fmt: skip
-            try:
+        gen = self.generation
+        try:
+            with socket.create_connection(("127.0.0.1", self.server.port), timeout=10) as s:
+                s.sendall(f"POST /api/s/{token}/events HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                          "Content-Type: application/json\r\nContent-Length: 5000\r\n\r\n"
+                          '{"events": ['.encode())  # fmt: skip
                 got = s.recv(200).decode("latin-1")
-            except (TimeoutError, OSError):
-                self.problems.append("a slow body was not answered within 10 s")
-                return
+        except OSError as e:  # TimeoutError included
+            if self.generation != gen and not isinstance(e, TimeoutError):
+                return  # the connection was cut (or refused) by a kill -9 restart meanwhile
+            self.problems.append(f"a slow body was not answered within 10 s ({e!r})")
+            return
             self.requests += 1
             if got and " 408 " not in got.split("\r\n", 1)[0]:
                 self.problems.append(f"slow body answered {got.splitlines()[0] if got else ''}")
@@ -353,8 +359,10 @@ class Run:
     def restart(self) -> None:
         time.sleep(0.05)
         with self.researcher_lock:  # one restart at a time (wrong_plan restarts too)
+            self.generation += 1
             self.server.kill()
             self.server.start()
+            self.generation += 1
 
     # -- the researcher ---------------------------------------------------------------------
 
@@ -476,6 +484,7 @@ class Run:
             other.write_text(self.plan_path.read_text(encoding="utf-8").replace(
                 f"name: {self.plan.name}\n", f"name: {self.plan.name}-edited\n", 1),
                 encoding="utf-8")  # fmt: skip
+        self.generation += 1
         self.server.kill()
         try:
             proc = self.cli("--port", str(self.server.port), plan=other)
@@ -485,6 +494,7 @@ class Run:
                                      f"{proc.stderr[-300:]!r}")  # fmt: skip
         finally:
             self.server.start()
+            self.generation += 1
 
     # -- the run ----------------------------------------------------------------------------
 
