@@ -313,3 +313,43 @@ def test_exclusions_in_the_store(tmp_path, db_url):
         assert store.summary(plan)["excluded"] == 2
     finally:
         store.close()
+
+
+def test_the_stores_clock_decides_abandonment_everywhere(tmp_path, db_url):
+    """With a clock the test controls (a replayed study in 2023), the store's replacement, the
+    summary's dropped and owed, and the page's server time all follow that clock, never the
+    wall clock; the request contract's client-time window follows it too."""
+    path = _plan(tmp_path, k=3, m=2, blocks=1, seed=6, replace_after_s=60)
+    plan = load_plan(path)
+    now = [1.7e9]
+    store = Store(db_url, clock=lambda: now[0])
+    try:
+        a = store.create_participant(plan)
+        out = store.submit(plan, a["token"], [{"kind": "step", "from": "consent", "seq": 1,
+                                              "t": now[0] * 1000.0}])  # fmt: skip
+        assert "refused" not in out, out
+        s = store.summary(plan)
+        assert (s["dropped"], s["owed"], s["in_progress"]) == (0, [], 1)
+        now[0] += 61  # past replace_after_s on the store's clock (the wall clock is years on)
+        s = store.summary(plan)
+        assert (s["dropped"], s["owed"], s["in_progress"]) == (1, [0], 0)
+        b = store.create_participant(plan)
+        assert (b["schedule_idx"], b["replaces"]) == (0, True)
+        assert store.summary(plan)["owed"] == []
+        # a time on the store's clock is inside the contract's window; the wall clock's is not
+        ok = store.submit(plan, b["token"], [{"kind": "step", "from": "consent", "seq": 1,
+                                             "t": now[0] * 1000.0 + 10}])  # fmt: skip
+        assert "refused" not in ok, ok
+        late = store.submit(plan, b["token"], [{"kind": "step", "from": "tutorial", "seq": 2,
+                                               "t": time.time() * 1000.0}])  # fmt: skip
+        assert late["refused"]["seq"] == 2
+        assert "ahead of the server clock" in late["refused"]["error"]
+        from starlette.testclient import TestClient
+
+        from nonolab.collect.app import create_app
+
+        client = TestClient(create_app(plan, store, "admin-secret-long-enough"))
+        st = client.get(f"/api/s/{b['token']}/state").json()
+        assert st["server_now_ms"] == now[0] * 1000.0  # the page anchors its clock to it
+    finally:
+        store.close()
