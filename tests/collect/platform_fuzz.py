@@ -201,8 +201,8 @@ class Run:
         self.export_lock = threading.Lock()
         self.excluded: dict[str, str] = {}  # label -> reason, as the researcher excluded them
         self.extra = 0  # sessions the researcher's actions made
-        # counts kill -9 restarts (twice each: before the kill, after the start): a connection
-        # cut while it changed was cut by a restart, not refused by the server
+        # counts kill -9 restarts (twice each: before the kill, after the start; odd while one
+        # is under way): a connection cut while it was odd or changed was cut by a restart
         self.generation = 0
 
     # -- requests ---------------------------------------------------------------------------
@@ -348,8 +348,8 @@ class Run:
                           '{"events": ['.encode())  # fmt: skip
                 got = s.recv(200).decode("latin-1")
         except OSError as e:  # TimeoutError included
-            if self.generation != gen and not isinstance(e, TimeoutError):
-                return  # the connection was cut (or refused) by a kill -9 restart meanwhile
+            if (gen % 2 or self.generation != gen) and not isinstance(e, TimeoutError):
+                return  # cut (or refused) by a kill -9 restart under way or meanwhile
             self.problems.append(f"a slow body was not answered within 10 s ({e!r})")
             return
             self.requests += 1
