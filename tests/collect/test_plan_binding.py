@@ -10,6 +10,7 @@ import math
 import random
 import subprocess
 import sys
+import uuid
 import warnings
 
 import pytest
@@ -162,7 +163,9 @@ def test_platform_numbers_in_bounds_serve_and_out_of_bounds_are_refused(tmp_path
     good = copy.deepcopy(raw)
     _set(good, path, ok)
     plan = load_plan(_write(tmp_path, good, "good.yaml"))
-    store = Store(str(tmp_path / f"s{data.draw(st.integers(0, 10**9))}.sqlite"))
+    # a new database per example: a database keeps the plan it was made with, and another
+    # example's plan over it is refused (PlanMismatch), as a restart with another plan is
+    store = Store(str(tmp_path / f"s-{uuid.uuid4().hex}.sqlite"))
     try:
         client = TestClient(create_app(plan, store, "admin-secret-long-enough"))
         r = client.get(f"/api/s/{join(client)}/state")
