@@ -17,7 +17,7 @@ import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from serve_helpers import PLAN, REPO, Scripted, join
+from serve_helpers import PLAN, REPO, Scripted, _truthy, join
 
 warnings.filterwarnings("ignore", message="Using `httpx`")
 
@@ -139,7 +139,10 @@ def test_every_platform_number_has_a_bound():
 
 
 @settings(
-    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    # each example starts a store and a server app: 8 in the fast tier, 25 with NONOLAB_SLOW=1
+    max_examples=25 if _truthy("NONOLAB_SLOW") else 8,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 @given(data=st.data())
 def test_platform_numbers_in_bounds_serve_and_out_of_bounds_are_refused(tmp_path, data):
