@@ -17,6 +17,16 @@ concurrently (threads), so that SQLite's grouped commits mix honest and hostile 
 * requests naming unknown links leave the database unchanged (a digest of every row before and
   after a burst of them).
 
+The researcher's actions of the plan's stopping rule run among them (one lock: they take turns
+with each other, not with the participants): ``abandon`` (a new session sets up and goes idle;
+the test's clock moves its last activity back past ``platform.replace_after_s``, and the next
+participant must be served its schedule entry), ``exclude`` (``nonolab serve --exclude`` while
+the server runs: the next participant is served the excluded session's entry; the export lists
+it), ``export_foreign`` (an export into the export folder while the researcher's own file lies in
+it: refused with 409, nothing in the folder changed) and ``wrong_plan`` (a kill -9 restart first
+tried with another plan over the same database: refused with status 2 naming both hashes, then
+restarted with the right plan).
+
 :func:`shrink` removes hostile actions while the case still fails (bounded number of replays);
 :func:`save_case` writes a case as JSON (to a results folder outside the source tree; a case is
 promoted to ``tests/collect/fuzz_regressions/`` by copying it there on purpose).
@@ -46,11 +56,20 @@ HOSTILE_OPS = ("poison", "poison", "poison", "raw", "replay", "unknown", "unknow
 BODY_TIMEOUT_S = 1.0
 
 
+#: the researcher's actions of the stopping rule and the export, and how often each is drawn
+RESEARCHER_OPS = {"abandon": 2, "exclude": 1, "export_foreign": 1, "wrong_plan": 1}
+
+
 def generate(seed: int, honest: int = 3, hostile: int = 2, rounds: int = 20,
-             per_round: int = 3, restarts: int = 1) -> dict[str, Any]:  # fmt: skip
+             per_round: int = 3, restarts: int = 1,
+             researcher: dict[str, int] | None = None) -> dict[str, Any]:  # fmt: skip
     """Return a case drawn from ``seed``: ``rounds`` rounds of ``per_round`` hostile actions
-    (and ``restarts`` kill -9 restarts at random rounds)."""
+    (and ``restarts`` kill -9 restarts at random rounds), plus the researcher's actions
+    ``researcher`` (``{op: count}``, default :data:`RESEARCHER_OPS`) at random rounds."""
     rng = random.Random(seed)
+    extra = RESEARCHER_OPS if researcher is None else researcher
+    researcher_at = [(rng.randrange(1, rounds), op) for op, n in sorted(extra.items())
+                     for _ in range(n)]  # fmt: skip
     names = sorted(MUTATIONS)
     out_rounds = []
     admin_bad = 0
@@ -79,6 +98,7 @@ def generate(seed: int, honest: int = 3, hostile: int = 2, rounds: int = 20,
             acts.append(a)
         if k in restart_at:
             acts.append({"op": "restart"})
+        acts += [{"op": op, "who": 0} for at, op in researcher_at if at == k]
         out_rounds.append(acts)
     return {"seed": seed, "honest": honest, "hostile": hostile, "rounds": out_rounds}
 
@@ -174,6 +194,16 @@ class Run:
         self.admin = {"Authorization": f"Bearer {self.server.token}"}
         self.hostile: list[dict[str, Any]] = []
         self.honest = [Honest(i) for i in range(case["honest"])]
+        self.plan_path, self.workdir = plan_path, workdir
+        # the researcher's actions take turns (each checks the schedule as a whole); exports
+        # take turns with each other (one checks that a refused export changed nothing)
+        self.researcher_lock = threading.Lock()
+        self.export_lock = threading.Lock()
+        self.excluded: dict[str, str] = {}  # label -> reason, as the researcher excluded them
+        self.extra = 0  # sessions the researcher's actions made
+        # counts kill -9 restarts (twice each: before the kill, after the start; odd while one
+        # is under way): a connection cut while it was odd or changed was cut by a restart
+        self.generation = 0
 
     # -- requests ---------------------------------------------------------------------------
 
@@ -217,6 +247,10 @@ class Run:
     def hostile_act(self, a: dict[str, Any]) -> None:
         """Run hostile action ``a``; a request cut by a restart is not retried (the hostile
         participant's numbering is read again from the server)."""
+        if a["op"] in RESEARCHER_OPS:
+            with self.researcher_lock:
+                getattr(self, a["op"])()
+            return
         me = self.hostile[a["who"] % len(self.hostile)]
         try:
             with me["lock"]:  # one hostile participant's requests in turn (its own numbering)
@@ -294,7 +328,8 @@ class Run:
         elif op == "slow":
             self.slow_body(tok)
         elif op == "export":
-            r = self.request("POST", "/api/admin/export", headers=self.admin)
+            with self.export_lock:
+                r = self.request("POST", "/api/admin/export", headers=self.admin)
             if r.status_code not in (200, 409):
                 self.problems.append(f"export during writes: {r.status_code} {r.text[:200]}")
         elif op == "admin_bad":
@@ -305,23 +340,161 @@ class Run:
     def slow_body(self, token: str) -> None:
         """Send the headers and a few bytes of a body, then nothing: the server must answer 408
         after its body timeout (and keep serving everyone else meanwhile)."""
-        with socket.create_connection(("127.0.0.1", self.server.port), timeout=10) as s:
-            s.sendall(f"POST /api/s/{token}/events HTTP/1.1\r\nHost: 127.0.0.1\r\n"
-                      "Content-Type: application/json\r\nContent-Length: 5000\r\n\r\n"
-                      '{"events": ['.encode())  # fmt: skip
-            try:
+        gen = self.generation
+        try:
+            with socket.create_connection(("127.0.0.1", self.server.port), timeout=10) as s:
+                s.sendall(f"POST /api/s/{token}/events HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                          "Content-Type: application/json\r\nContent-Length: 5000\r\n\r\n"
+                          '{"events": ['.encode())  # fmt: skip
                 got = s.recv(200).decode("latin-1")
-            except (TimeoutError, OSError):
-                self.problems.append("a slow body was not answered within 10 s")
-                return
+        except OSError as e:  # TimeoutError included
+            if (gen % 2 or self.generation != gen) and not isinstance(e, TimeoutError):
+                return  # cut (or refused) by a kill -9 restart under way or meanwhile
+            self.problems.append(f"a slow body was not answered within 10 s ({e!r})")
+            return
             self.requests += 1
             if got and " 408 " not in got.split("\r\n", 1)[0]:
                 self.problems.append(f"slow body answered {got.splitlines()[0] if got else ''}")
 
     def restart(self) -> None:
         time.sleep(0.05)
+        with self.researcher_lock:  # one restart at a time (wrong_plan restarts too)
+            self.generation += 1
+            self.server.kill()
+            self.server.start()
+            self.generation += 1
+
+    # -- the researcher ---------------------------------------------------------------------
+
+    def admin_json(self, path: str) -> dict[str, Any]:
+        r = self.request("GET", path, headers=self.admin, retry=True)
+        if r.status_code != 200:
+            self.problems.append(f"GET {path} answered {r.status_code}: {r.text[:200]}")
+            return {}
+        return r.json()
+
+    def new_session(self, name: str, setup: bool = True) -> tuple[str, str, int]:
+        """Join as a new participant ``name`` (external id) and set up; return ``(token, label,
+        schedule entry)``."""
+        self.extra += 1
+        r = self.request("POST", "/api/join", json={"external_id": f"{name}-{self.extra}"},
+                         retry=True)  # fmt: skip
+        tok = r.json()["url"].rsplit("/", 1)[1]
+        if setup:
+            now = time.time() * 1000.0
+            batch = [{"kind": "step", "from": "consent", "seq": 1, "t": now}]
+            self.request("POST", f"/api/s/{tok}/events", json={"events": batch}, retry=True)
+        rows = self.admin_json("/api/admin/participants").get("participants", [])
+        row = next(p for p in rows if p["external_id"] == f"{name}-{self.extra}")
+        return tok, row["label"], row["schedule_idx"]
+
+    def owed(self) -> list[int] | None:
+        return self.admin_json("/api/admin/summary").get("owed")
+
+    def expect_replacement(self, what: str, entry: int) -> None:
+        """The schedule owes exactly ``entry``; the next participant is served it; then nothing
+        is owed."""
+        if (owed := self.owed()) != [entry]:
+            self.problems.append(f"{what}: entry {entry} should be owed alone, owed {owed}")
+            return
+        _, _, got = self.new_session(f"replaces-{what}", setup=False)
+        if got != entry:
+            self.problems.append(f"{what}: the next participant got entry {got}, not {entry}")
+        if (owed := self.owed()) != []:
+            self.problems.append(f"{what}: after the replacement still owed {owed}")
+
+    def abandon(self) -> None:
+        """A participant sets up and goes idle; the test's clock moves the session's last
+        activity back past the plan's ``replace_after_s``: its entry is owed and re-served."""
+        import sqlalchemy as sa
+
+        from nonolab.collect.store import PARTICIPANTS, database_url
+
+        _, label, entry = self.new_session("abandons")
+        eng = sa.create_engine(database_url(self.database))
+        try:
+            with eng.begin() as conn:
+                conn.execute(
+                    PARTICIPANTS.update().where(PARTICIPANTS.c.label == label).values(
+                        updated_at=time.time() - self.plan.platform["replace_after_s"] - 5)
+                )  # fmt: skip
+        finally:
+            eng.dispose()
+        self.expect_replacement("abandon", entry)
+
+    def exclude(self) -> None:
+        """``nonolab serve --exclude`` while the server runs: the excluded session's entry is
+        served to the next participant."""
+        _, label, entry = self.new_session("excluded")
+        reason = f"fuzz exclusion {len(self.excluded) + 1} <b>&amp;"
+        proc = self.cli("--exclude", label, "--reason", reason)
+        if proc.returncode != 0 or label not in proc.stdout:
+            self.problems.append(
+                f"--exclude {label}: status {proc.returncode} {proc.stderr[-300:]}"
+            )
+            return
+        self.excluded[label] = reason
+        self.expect_replacement("exclude", entry)
+
+    def cli(self, *args: str, plan: Path | None = None) -> Any:
+        import os
+        import subprocess
+        import sys
+
+        from serve_helpers import REPO
+
+        env = {**os.environ, "PYTHONPATH": str(REPO / "src"),
+               "NONOLAB_ADMIN_TOKEN": self.server.token}  # fmt: skip
+        return subprocess.run(
+            [sys.executable, "-m", "nonolab", "serve", str(plan or self.plan_path), "--database",
+             self.database, *args],
+            capture_output=True, text=True, env=env, timeout=120,
+        )  # fmt: skip
+
+    def export_foreign(self) -> None:
+        """The researcher's own file in the export folder: the export is refused (409) naming
+        it, and nothing in the folder changes; once moved out, exports work again."""
+        dest = self.workdir / "export"
+        with self.export_lock:
+            if not dest.exists():
+                r = self.request("POST", "/api/admin/export", headers=self.admin, retry=True)
+                if r.status_code != 200:
+                    self.problems.append(f"first export answered {r.status_code}: {r.text[:200]}")
+                    return
+            foreign = dest / "backend" / "my notes.txt"
+            foreign.write_text("the researcher's notes\n", encoding="utf-8")
+            before = _folder_digest(dest)
+            r = self.request("POST", "/api/admin/export", headers=self.admin, retry=True)
+            after = _folder_digest(dest)
+            if r.status_code != 409 or "my notes.txt" not in r.text:
+                self.problems.append(
+                    f"export beside a foreign file answered {r.status_code}: {r.text[:200]}"
+                )
+            if after != before:
+                self.problems.append("a refused export changed the export folder")
+            foreign.unlink()
+
+    def wrong_plan(self) -> None:
+        """A kill -9 restart first tried with another plan over the same database: refused
+        (status 2) naming both plans' hashes; then the server restarts with its own plan."""
+        from nonolab.collect.plan import load_plan
+
+        other = self.workdir / "other-plan.yaml"
+        if not other.exists():
+            other.write_text(self.plan_path.read_text(encoding="utf-8").replace(
+                f"name: {self.plan.name}\n", f"name: {self.plan.name}-edited\n", 1),
+                encoding="utf-8")  # fmt: skip
+        self.generation += 1
         self.server.kill()
-        self.server.start()
+        try:
+            proc = self.cli("--port", str(self.server.port), plan=other)
+            want = (self.plan.digest, load_plan(other).digest)
+            if proc.returncode != 2 or not all(d in proc.stderr for d in want):
+                self.problems.append(f"a restart with another plan: status {proc.returncode}, "
+                                     f"{proc.stderr[-300:]!r}")  # fmt: skip
+        finally:
+            self.server.start()
+            self.generation += 1
 
     # -- the run ----------------------------------------------------------------------------
 
@@ -410,6 +583,14 @@ class Run:
                                      f"{sorted(extra)[:5]}")  # fmt: skip
         if finished != len(self.honest):
             self.problems.append(f"{finished} of {len(self.honest)} honest sessions finished")
+        try:
+            rec = json.loads((folder / "export.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError) as e:
+            self.problems.append(f"export.json unreadable: {e}")
+        else:
+            if rec.get("excluded") != self.excluded:
+                self.problems.append(f"export.json lists excluded {rec.get('excluded')}, the "
+                                     f"researcher excluded {self.excluded}")  # fmt: skip
         rep = validate_study(folder)
         if rep["problems"]:
             self.problems.append(f"the export does not validate: {rep['problems'][:3]}")
@@ -417,6 +598,12 @@ class Run:
         got = (rep["summary"]["participants"], rep["summary"]["attempts"])
         if got != want:
             self.problems.append(f"validate counts {got}, the honest clients produced {want}")
+
+
+def _folder_digest(folder: Path) -> dict[str, str]:
+    """``{relative path: sha256}`` of every file under ``folder``."""
+    return {p.relative_to(folder).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(folder.rglob("*")) if p.is_file()}  # fmt: skip
 
 
 def run_case(case: dict[str, Any], plan_path: Path, plan: Any, database: str,

@@ -451,6 +451,45 @@ def test_the_dashboard_shows_participant_text_escaped(browser, server, plan):
     ctx.close()
 
 
+def test_the_dashboard_shows_owed_and_excluded_sessions(browser, server, tmp_path):
+    """An abandoned session (its last activity moved back past ``replace_after_s``) and an
+    excluded one: the dashboard shows both entries owed a replacement and one excluded session,
+    as text, with the plan's abandon time."""
+    import httpx
+    import sqlalchemy as sa
+
+    from nonolab.collect.store import PARTICIPANTS, Store
+
+    with httpx.Client(base_url=server.url) as client:
+        people = [Scripted(client, join(client)) for _ in range(3)]
+        for p in people:
+            p.send({"kind": "step", "from": "consent"})
+    store = Store(server.database)
+    try:
+        labels = [store.participant(p.token)["label"] for p in people]
+        with store.engine.begin() as conn:
+            conn.execute(PARTICIPANTS.update().where(PARTICIPANTS.c.label == labels[0])
+                         .values(updated_at=sa.literal(time.time() - 3600)))  # fmt: skip
+        store.exclude([labels[1]], "<b>failed</b> the attention check")
+    finally:
+        store.close()
+    ctx = browser.new_context(viewport={"width": 1000, "height": 900})
+    page = ctx.new_page()
+    page.goto(server.url + "/admin")
+    page.fill("#admin-token", server.token)
+    page.click("#login-go")
+    page.wait_for_selector("#stat-owed")
+    assert page.text_content("#stat-owed b") == "2"
+    assert page.text_content("#stat-excluded b") == "1"
+    assert page.text_content("#stat-dropped") == "1dropped (idle 30 min)"
+    assert page.text_content("#owed-note") == (
+        "Schedule entries 0, 1 (counted from 0) are owed a replacement: served to the next "
+        "participants who start. 1 session excluded by the researcher."
+    )
+    page.screenshot(path=str(tmp_path / "dashboard-owed.png"), full_page=True)
+    ctx.close()
+
+
 def test_touch_taps_on_a_phone_sized_screen(browser, server, plan):
     """Taps (touch pointer events) fill and clear cells; the grid fits a 390 px wide screen."""
     import httpx

@@ -1,7 +1,8 @@
 """A small version of the load benchmark (benchmarks/serve_bench.py): simulated participants
 send events concurrently, then a burst; every event is acknowledged and stored exactly once,
 on one server with SQLite and on two server processes sharing one PostgreSQL database.
-Latency is reported by the benchmark, not asserted here (docs/running-a-study.md)."""
+Latency is reported by the benchmark, not asserted here (docs/running-a-study.md). The fast
+tier runs each check with a short steady phase; ``NONOLAB_SLOW=1`` adds the longer runs."""
 
 from __future__ import annotations
 
@@ -17,21 +18,29 @@ def _check(res, n: int) -> None:
     assert res["burst"][0]["achieved_per_s"] > 0
 
 
-def test_concurrent_participants_lose_and_duplicate_nothing(benchmark_script):
+#: seconds of steady load: a short run in the fast tier, the longer one with NONOLAB_SLOW=1
+DURATIONS = [4.0, pytest.param(8.0, marks=pytest.mark.slow)]
+
+
+@pytest.mark.parametrize("duration", DURATIONS)
+def test_concurrent_participants_lose_and_duplicate_nothing(benchmark_script, duration):
     bench = benchmark_script("serve_bench")
-    res = bench.run(n=30, duration=8.0, gap=0.5, burst=[5.0], burst_step=4.0)
+    res = bench.run(n=30, duration=duration, gap=0.5, burst=[5.0], burst_step=4.0)
     _check(res, 30)
     assert res["steady"]["events"] > 100
     assert res["store"] == "sqlite (WAL, synchronous=FULL)" and res["servers"] == 1
 
 
-def test_two_servers_on_postgresql_lose_and_duplicate_nothing(benchmark_script, pg_server):
+@pytest.mark.parametrize("duration", [2.5, pytest.param(5.0, marks=pytest.mark.slow)])
+def test_two_servers_on_postgresql_lose_and_duplicate_nothing(
+    benchmark_script, pg_server, duration
+):
     """Two `nonolab serve` processes started together on one empty PostgreSQL database; each
     participant's requests alternate between them (a load balancer without sticky sessions),
     so consecutive events of one participant are stored by different processes."""
     bench = benchmark_script("serve_bench")
     database = benchmark_script("pg_cluster").create_database(pg_server)
-    res = bench.run(n=20, duration=5.0, gap=0.4, burst=[3.0], burst_step=3.0,
+    res = bench.run(n=20, duration=duration, gap=0.4, burst=[3.0], burst_step=3.0,
                     database=database, servers=2, spread="request")  # fmt: skip
     _check(res, 20)
     assert res["servers"] == 2 and res["store"].startswith("postgresql ")
@@ -78,12 +87,13 @@ def test_several_servers_need_postgresql(benchmark_script):
         bench.run(n=5, duration=1.0, gap=1.0, burst=[], burst_step=1.0, servers=2)
 
 
-def test_hostile_clients_mixed_in_cost_honest_ones_nothing(benchmark_script):
+@pytest.mark.parametrize("duration", [3.0, pytest.param(6.0, marks=pytest.mark.slow)])
+def test_hostile_clients_mixed_in_cost_honest_ones_nothing(benchmark_script, duration):
     """Hostile clients (poisoned batches, unknown links, bad and slow bodies) beside honest
     ones: no 5xx, every honest event acknowledged and stored once, the hostile sessions' stored
     events exactly their acknowledged prefixes."""
     bench = benchmark_script("serve_bench")
-    res = bench.run(n=20, duration=6.0, gap=0.5, burst=[], burst_step=1.0, hostile=4,
+    res = bench.run(n=20, duration=duration, gap=0.5, burst=[], burst_step=1.0, hostile=4,
                     hostile_gap=0.05)  # fmt: skip
     integ = res["integrity"]
     assert integ["participants"] == 24 and integ["acked_equals_sent"]

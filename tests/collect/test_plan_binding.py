@@ -10,13 +10,14 @@ import math
 import random
 import subprocess
 import sys
+import uuid
 import warnings
 
 import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from serve_helpers import PLAN, REPO, Scripted, join
+from serve_helpers import PLAN, REPO, Scripted, _truthy, join
 
 warnings.filterwarnings("ignore", message="Using `httpx`")
 
@@ -138,7 +139,10 @@ def test_every_platform_number_has_a_bound():
 
 
 @settings(
-    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    # each example starts a store and a server app: 8 in the fast tier, 25 with NONOLAB_SLOW=1
+    max_examples=25 if _truthy("NONOLAB_SLOW") else 8,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 @given(data=st.data())
 def test_platform_numbers_in_bounds_serve_and_out_of_bounds_are_refused(tmp_path, data):
@@ -162,7 +166,9 @@ def test_platform_numbers_in_bounds_serve_and_out_of_bounds_are_refused(tmp_path
     good = copy.deepcopy(raw)
     _set(good, path, ok)
     plan = load_plan(_write(tmp_path, good, "good.yaml"))
-    store = Store(str(tmp_path / f"s{data.draw(st.integers(0, 10**9))}.sqlite"))
+    # a new database per example: a database keeps the plan it was made with, and another
+    # example's plan over it is refused (PlanMismatch), as a restart with another plan is
+    store = Store(str(tmp_path / f"s-{uuid.uuid4().hex}.sqlite"))
     try:
         client = TestClient(create_app(plan, store, "admin-secret-long-enough"))
         r = client.get(f"/api/s/{join(client)}/state")
@@ -301,3 +307,39 @@ def test_nonolab_serve_refuses_to_start_over_a_database_of_another_plan(tmp_path
     assert out.returncode == 0, out.stderr
     assert "the export uses the database's own plan" in out.stderr
     assert (tmp_path / "e2" / "plan.yaml").read_bytes() == PLAN.read_bytes()
+
+
+def test_an_app_for_another_plan_is_refused_and_its_routes_never_answer_500(tmp_path, db_url):
+    """``create_app`` over a database bound to another plan raises :class:`PlanMismatch` (the
+    server does not start); an app whose database was bound to another plan since (another
+    process) answers its researcher's export and validate with 409 naming both hashes, writes
+    nothing, and answers the rest as before."""
+    raw = _raw()
+    plan_a = load_plan(_write(tmp_path, raw, "a.yaml"))
+    other = copy.deepcopy(raw)
+    other["name"] = raw["name"] + "-b"
+    plan_b = load_plan(_write(tmp_path, other, "b.yaml"))
+    store = Store(db_url)
+    try:
+        store.bind_plan(plan_a)
+        with pytest.raises(PlanMismatch) as e:
+            create_app(plan_b, store, "admin-secret-long-enough")
+        assert plan_a.digest in str(e.value) and plan_b.digest in str(e.value)
+        client = TestClient(create_app(plan_a, store, "admin-secret-long-enough",
+                                       export_dir=tmp_path / "export"))  # fmt: skip
+        Scripted(client, join(client)).send({"kind": "step", "from": "consent"})
+        # another process binds the database to plan B (as a start over an older database did)
+        from nonolab.collect.store import PLAN_BINDING
+
+        with store.engine.begin() as conn:
+            conn.execute(PLAN_BINDING.update().values(digest=plan_b.digest, plan_text=plan_b.text))
+        auth = {"Authorization": "Bearer admin-secret-long-enough"}
+        for method, route in (("POST", "/api/admin/export"), ("GET", "/api/admin/validate")):
+            r = client.request(method, route, headers=auth)
+            assert r.status_code == 409, (route, r.status_code, r.text)
+            assert plan_a.digest in r.json()["error"] and plan_b.digest in r.json()["error"]
+        assert not (tmp_path / "export").exists()
+        assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".export")] == []
+        assert client.get("/api/admin/summary", headers=auth).status_code == 200
+    finally:
+        store.close()

@@ -1,8 +1,10 @@
 """The platform fuzzer in CI (tests/collect/platform_fuzz.py): honest and hostile clients
 interleaved against a real server on 127.0.0.1, on SQLite and PostgreSQL, seeded and bounded.
 
-The fast tier plays one seeded case per database; ``NONOLAB_SLOW=1`` plays more seeds, more
-participants and more rounds. Each run prints its case count, requests and time. A failing case
+The fast tier plays one seeded case per database (with the researcher's cheap actions:
+abandon-and-replace and an export beside a foreign file); ``NONOLAB_SLOW=1`` plays more seeds,
+more participants and more rounds, with every researcher action (``--exclude`` and a restart
+with another plan too). Each run prints its case count, requests and time. A failing case
 is shrunk and written, with its problems, to ``$NONOLAB_FUZZ_RESULTS`` (default: the test's
 temporary folder), never into the source tree; a case copied on purpose into
 ``tests/collect/fuzz_regressions/`` is replayed by ``test_promoted_regressions``.
@@ -63,14 +65,20 @@ def pg_factory(request):
     return lambda work: pg.create_database(server)
 
 
+#: the researcher's actions of the fast tier: those without a child process (``exclude`` and
+#: ``wrong_plan`` start ``nonolab serve`` once more, seconds each on a loaded machine: slow tier)
+CHEAP_RESEARCHER = {"abandon": 1, "export_foreign": 1}
+
+
 def test_platform_fuzz_sqlite(plan, tmp_path, capsys):
-    _play([generate(1, honest=3, hostile=2, rounds=14, per_round=3)], plan, _sqlite,
-          tmp_path, capsys, "sqlite")  # fmt: skip
+    _play([generate(1, honest=3, hostile=2, rounds=14, per_round=3,
+                    researcher=CHEAP_RESEARCHER)], plan, _sqlite, tmp_path, capsys, "sqlite")  # fmt: skip
 
 
 def test_platform_fuzz_postgresql(plan, tmp_path, capsys, pg_factory):
-    _play([generate(2, honest=3, hostile=2, rounds=14, per_round=3)], plan, pg_factory,
-          tmp_path, capsys, "postgresql")  # fmt: skip
+    _play([generate(2, honest=3, hostile=2, rounds=14, per_round=3,
+                    researcher=CHEAP_RESEARCHER)], plan, pg_factory, tmp_path, capsys,
+          "postgresql")  # fmt: skip
 
 
 @pytest.mark.slow

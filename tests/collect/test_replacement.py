@@ -61,25 +61,39 @@ _PRE = {"played_before": "few", "skill_nonogram": 6, "nonogram_size_experience":
         "logic_experience": ["sudoku"], "puzzle_played_frequency": "many", "skill_puzzles": 7}  # fmt: skip
 
 
-@pytest.mark.parametrize("seed", [3, pytest.param(11, marks=pytest.mark.slow)])
-def test_incomplete_sessions_are_replaced_through_nonolab_serve(tmp_path, seed):
+@pytest.mark.parametrize(
+    "seed,backend",
+    [(3, "sqlite"), pytest.param(5, "postgresql", marks=pytest.mark.slow),
+     pytest.param(11, "sqlite", marks=pytest.mark.slow)],
+)  # fmt: skip
+def test_incomplete_sessions_are_replaced_through_nonolab_serve(tmp_path, seed, backend, request):
     path = _plan(tmp_path, k=3, m=2, blocks=2, seed=seed, replace_after_s=WAIT)
     plan = load_plan(path)
-    _scenario(tmp_path, path, plan, seed, len(plan.sessions))
+    _scenario(tmp_path, path, plan, seed, len(plan.sessions), _database(backend, tmp_path, request))
+
+
+def _database(backend: str, tmp_path, request) -> str:
+    """A fresh database for ``nonolab serve --database``: a SQLite file or a new database on
+    the throwaway PostgreSQL cluster (tests/collect/conftest.py)."""
+    if backend == "sqlite":
+        return str(tmp_path / "study.sqlite")
+    pg = request.getfixturevalue("pg_cluster_module")
+    return pg.create_database(request.getfixturevalue("pg_server"))
 
 
 #: the test plans' replace_after_s (the smallest the schema allows)
 WAIT = 1.0
 
 
-def _scenario(tmp_path, path, plan, seed: int, n_entries: int) -> None:
-    """Serve ``path`` with ``nonolab serve``; seeded joins, finishes and abandons until the
-    first ``n_entries`` schedule entries are finished, each join checked against the model."""
+def _scenario(tmp_path, path, plan, seed: int, n_entries: int, db: str | None = None) -> None:
+    """Serve ``path`` with ``nonolab serve`` over ``db`` (default: a SQLite file); seeded joins,
+    finishes and abandons until the first ``n_entries`` schedule entries are finished, each join
+    checked against the model."""
     import httpx
 
     wait = plan.platform["replace_after_s"]
-    db = tmp_path / "study.sqlite"
-    server = Server(path, str(db), tmp_path / "export")
+    db = db or str(tmp_path / "study.sqlite")
+    server = Server(path, db, tmp_path / "export")
     server.start()
     rng = random.Random(seed)
     # the model: entries handed out fresh in order; an abandoned session's entry is owed and
@@ -225,7 +239,8 @@ def test_owed_entries_follow_the_rule_on_both_databases(tmp_path, db_url):
 
 
 @pytest.mark.slow
-def test_an_excluded_session_is_replaced_through_nonolab_serve(tmp_path):
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+def test_an_excluded_session_is_replaced_through_nonolab_serve(tmp_path, backend, request):
     """The stopping rule's other case: a session the researcher excludes (``nonolab serve
     --exclude``, while the server runs) has its schedule entry served to the next participant;
     the export keeps its data and lists it as excluded."""
@@ -239,14 +254,14 @@ def test_an_excluded_session_is_replaced_through_nonolab_serve(tmp_path):
 
     path = _plan(tmp_path, k=3, m=2, blocks=1, seed=2, replace_after_s=600)
     plan = load_plan(path)
-    db = tmp_path / "study.sqlite"
-    server = Server(path, str(db), tmp_path / "export")
+    db = _database(backend, tmp_path, request)
+    server = Server(path, db, tmp_path / "export")
     server.start()
     env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
 
     def cli(*args):
         return subprocess.run(
-            [sys.executable, "-m", "nonolab", "serve", str(path), "--database", str(db), *args],
+            [sys.executable, "-m", "nonolab", "serve", str(path), "--database", db, *args],
             capture_output=True, text=True, env=env, timeout=120,
         )  # fmt: skip
 
@@ -296,5 +311,45 @@ def test_exclusions_in_the_store(tmp_path, db_url):
             store.exclude(["P99999"], "r")
         assert [store.create_participant(plan)["schedule_idx"] for _ in range(3)] == [0, 2, 0]
         assert store.summary(plan)["excluded"] == 2
+    finally:
+        store.close()
+
+
+def test_the_stores_clock_decides_abandonment_everywhere(tmp_path, db_url):
+    """With a clock the test controls (a replayed study in 2023), the store's replacement, the
+    summary's dropped and owed, and the page's server time all follow that clock, never the
+    wall clock; the request contract's client-time window follows it too."""
+    path = _plan(tmp_path, k=3, m=2, blocks=1, seed=6, replace_after_s=60)
+    plan = load_plan(path)
+    now = [1.7e9]
+    store = Store(db_url, clock=lambda: now[0])
+    try:
+        a = store.create_participant(plan)
+        out = store.submit(plan, a["token"], [{"kind": "step", "from": "consent", "seq": 1,
+                                              "t": now[0] * 1000.0}])  # fmt: skip
+        assert "refused" not in out, out
+        s = store.summary(plan)
+        assert (s["dropped"], s["owed"], s["in_progress"]) == (0, [], 1)
+        now[0] += 61  # past replace_after_s on the store's clock (the wall clock is years on)
+        s = store.summary(plan)
+        assert (s["dropped"], s["owed"], s["in_progress"]) == (1, [0], 0)
+        b = store.create_participant(plan)
+        assert (b["schedule_idx"], b["replaces"]) == (0, True)
+        assert store.summary(plan)["owed"] == []
+        # a time on the store's clock is inside the contract's window; the wall clock's is not
+        ok = store.submit(plan, b["token"], [{"kind": "step", "from": "consent", "seq": 1,
+                                             "t": now[0] * 1000.0 + 10}])  # fmt: skip
+        assert "refused" not in ok, ok
+        late = store.submit(plan, b["token"], [{"kind": "step", "from": "tutorial", "seq": 2,
+                                               "t": time.time() * 1000.0}])  # fmt: skip
+        assert late["refused"]["seq"] == 2
+        assert "ahead of the server clock" in late["refused"]["error"]
+        from starlette.testclient import TestClient
+
+        from nonolab.collect.app import create_app
+
+        client = TestClient(create_app(plan, store, "admin-secret-long-enough"))
+        st = client.get(f"/api/s/{b['token']}/state").json()
+        assert st["server_now_ms"] == now[0] * 1000.0  # the page anchors its clock to it
     finally:
         store.close()

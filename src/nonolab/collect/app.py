@@ -50,7 +50,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from nonolab.collect.contract import ContractError, check_body, parse_body
 from nonolab.collect.export import export_study, validate_now
-from nonolab.collect.plan import StudyPlan
+from nonolab.collect.plan import PlanError, StudyPlan
 from nonolab.collect.session import public_state
 from nonolab.collect.store import Store, StoreError
 
@@ -229,7 +229,13 @@ def create_app(
 
     Strangers pay nothing: a request naming an unknown link writes nothing to the database, and
     the rate-limit state is kept only for known links and (for failures) per client address,
-    each in a bounded table that drops its least recently used entries."""
+    each in a bounded table that drops its least recently used entries.
+
+    The app serves the plan the database is bound to (:meth:`Store.bind_plan`; an unbound
+    database is bound to ``plan``): raises :class:`nonolab.collect.store.PlanMismatch` when the
+    database serves another plan. A route that finds the binding changed under it (another
+    process) answers 409, never 500."""
+    plan, _ = store.bind_plan(plan)
     lim = plan.platform["limits"]
     events_bucket = TokenBucket(lim["events_per_s"], lim["event_burst"], max_keys=50_000)
     join_bucket = TokenBucket(5.0, 50.0)
@@ -323,7 +329,7 @@ def create_app(
             return stranger(request)
         pf = plan.platform
         out = {
-            "server_now_ms": time.time() * 1000.0,
+            "server_now_ms": store.clock() * 1000.0,
             "last_seq": row["last_seq"],
             "session": public_state(plan, row["state"]),
             "study": {
@@ -388,7 +394,8 @@ def create_app(
         out = await run_in_threadpool(store.summary, plan)
         out["server"] = dict(counters)
         out["plan"] = {"name": plan.name, "sessions": len(plan.sessions),
-                       "per_session": plan.per_session}  # fmt: skip
+                       "per_session": plan.per_session,
+                       "replace_after_s": plan.platform["replace_after_s"]}  # fmt: skip
         return JSONResponse(out)
 
     async def participants(request: Request) -> Response:
@@ -444,6 +451,11 @@ def create_app(
         assert isinstance(exc, StoreError | ContractError)
         return error(exc.status, str(exc))
 
+    async def on_plan_error(request: Request, exc: Exception) -> Response:
+        # the database serves another plan than this process (bound by another process since):
+        # nothing is written; the researcher restarts with the database's plan
+        return error(409, str(exc))
+
     async def on_database_down(request: Request, exc: Exception) -> Response:
         # the database itself is unreachable or locked beyond its timeout (not a request's
         # fault): 503, which the page retries; nothing of the request was committed
@@ -476,6 +488,7 @@ def create_app(
         exception_handlers={
             StoreError: on_store_error,
             ContractError: on_store_error,
+            PlanError: on_plan_error,
             OperationalError: on_database_down,
         },  # fmt: skip
     )

@@ -434,13 +434,13 @@ class Store:
 
     def reject(self, participant_id: int | None, seq: int | None, reason: str) -> None:
         """Count a refused event or request (``reason`` is stored, at most 1000 chars)."""
-        row = {"participant_id": participant_id, "seq": seq, "received_at": time.time(),
+        row = {"participant_id": participant_id, "seq": seq, "received_at": self.clock(),
                "reason": reason[:1000]}  # fmt: skip
         self._transact(lambda conn: conn.execute(REJECTIONS.insert().values(**row)))
 
     async def reject_async(self, participant_id: int | None, seq: int | None, reason: str) -> None:
         """:meth:`reject` for the server's event loop."""
-        row = {"participant_id": participant_id, "seq": seq, "received_at": time.time(),
+        row = {"participant_id": participant_id, "seq": seq, "received_at": self.clock(),
                "reason": reason[:1000]}  # fmt: skip
         await self._atransact(lambda conn: conn.execute(REJECTIONS.insert().values(**row)))
 
@@ -599,8 +599,9 @@ class Store:
         waiting to be served again, :func:`owed_entries`), ``excluded`` (sessions the
         researcher excluded), ``per_step``,
         ``events``, ``rejections`` (with the latest reasons) and ``balance`` (per schedule
-        session and per puzzle x position: sessions started and finished)."""
-        now = time.time()
+        session and per puzzle x position: sessions started and finished). "Now" is the
+        store's clock, the one sessions are created and served by."""
+        now = self.clock()
         with self.read_engine.connect() as conn:
             rows = conn.execute(
                 sa.select(PARTICIPANTS.c.step, PARTICIPANTS.c.schedule_idx,
@@ -710,7 +711,7 @@ class Store:
         conn.execute(
             PLAN_BINDING.insert().values(
                 id=1, digest=plan.digest, plan_text=plan.text,
-                source=str(plan.path or plan.name), bound_at=time.time(), how=how,
+                source=str(plan.path or plan.name), bound_at=self.clock(), how=how,
             )
         )  # fmt: skip
         return how
@@ -728,7 +729,7 @@ class Store:
         are served again to the next participants (:func:`owed_entries`); their data stay in
         the database and the export. Return the labels newly excluded (one already excluded
         keeps its first reason); raise :class:`StoreError` (404) naming unknown labels."""
-        now = time.time()
+        now = self.clock()
 
         def run(conn: sa.Connection) -> list[str]:
             got = dict(

@@ -20,9 +20,14 @@ function table(el, header, rows) {
 
 async function refresh() {
   const s = await api("/api/admin/summary");
-  $("stats").replaceChildren(...[["links", "links made"], ["started", "started"], ["in_progress", "in progress"], ["finished", "finished"], ["dropped", "dropped (idle 30 min)"], ["events", "events stored"], ["rejections", "events refused"]].map(([k, label]) => {
-    const d = cell("div", ""); d.className = "stat"; d.appendChild(cell("b", s[k])); d.append(label); return d;
+  const idle = s.plan.replace_after_s >= 120 ? `${Math.round(s.plan.replace_after_s / 60)} min` : `${s.plan.replace_after_s} s`;
+  const owed = s.owed.length;
+  $("stats").replaceChildren(...[["links", "links made"], ["started", "started"], ["in_progress", "in progress"], ["finished", "finished"], ["dropped", `dropped (idle ${idle})`], ["owed", "owed a replacement", owed], ["excluded", "excluded"], ["events", "events stored"], ["rejections", "events refused"]].map(([k, label, v]) => {
+    const d = cell("div", ""); d.className = "stat"; d.id = `stat-${k}`; d.appendChild(cell("b", v ?? s[k])); d.append(label); return d;
   }));
+  $("owed-note").textContent = owed ?
+    `Schedule entr${owed === 1 ? "y" : "ies"} ${s.owed.join(", ")} (counted from 0) ${owed === 1 ? "is" : "are"} owed a replacement: served to the next participant${owed === 1 ? "" : "s"} who start${owed === 1 ? "s" : ""}. ${s.excluded} session${s.excluded === 1 ? "" : "s"} excluded by the researcher.` :
+    `No schedule entry is owed a replacement. ${s.excluded} session${s.excluded === 1 ? "" : "s"} excluded by the researcher.`;
   const order = ["consent", "tutorial", "warmup", "pre", "puzzle", "rate", "post", "done"];
   table($("steps"), ["step", "sessions"], order.filter((k) => s.per_step[k]).map((k) => [k, s.per_step[k]]));
   const pos = s.balance.finished_per_puzzle_position;
