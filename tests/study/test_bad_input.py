@@ -460,9 +460,11 @@ def test_coded_themes_naming_unknown_participants_or_codes(tmp_path):
     res = ingest_study(root, load_preset(preset))
     led = res.tables["ledger"]
     th = led[led.source.str.startswith("riyad-analysis")]
-    # the fixture codes no rating reason: each participant's logged reasons are uncoded rows
+    # the fixture codes no rating reason: each participant's logged reasons are uncoded rows;
+    # it codes strategies, and Bad-p1's logged strategy answer has no row
     uncoded = th[th.reason.str.contains("that no coded row codes")]
-    assert sorted(uncoded["id"]) == ["Bad-p1", "Good-p2"]
+    assert sorted(uncoded["id"]) == ["Bad-p1", "Bad-p1", "Good-p2"]
+    assert uncoded.reason.str.contains("strategy answer of Bad-p1").sum() == 1
     th = th.drop(uncoded.index)
     got = sorted(zip(th.source, th.reason, strict=True))
     src = "riyad-analysis/derived/coded_responses.csv"

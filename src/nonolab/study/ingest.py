@@ -306,10 +306,11 @@ def _ingest_study(study_dir: str | Path, preset: Preset) -> IngestResult:
         text_rows += res["texts"]
 
     pids = {r["participant_id"] for r in part_rows}
-    log_reasons: dict[str, set[str]] = {}  # participant -> puzzles with a logged rating reason
+    # participant -> (response kind, puzzle) of each logged free-text answer
+    log_reasons: dict[str, set[tuple[str, str]]] = {}
     for r in text_rows:
-        if r["question"] == "rating_reason":
-            log_reasons.setdefault(r["participant_id"], set()).add(r["puzzle_id"])
+        puzzle = str(r["puzzle_id"]) if r["question"] == "rating_reason" else ""
+        log_reasons.setdefault(r["participant_id"], set()).add((r["question"], puzzle))
     theme_rows, coded = coded_themes_ledger(
         study_dir,
         preset.get("themes") or {},
