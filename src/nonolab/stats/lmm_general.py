@@ -269,7 +269,9 @@ def _batch_value_grad(
     q, nl, qr, p = Le.shape[-1], ZtR.shape[1], s.qr, s.p
     ZtZL = s.ZtZ[None] @ Le  # B x levels x q x q
     A = LeT @ ZtZL + np.eye(q)
-    ZtRT = ZtR @ T[:, None]  # B x levels x q x m
+    # products with an m x m matrix as one GEMM per response over every level's rows (a
+    # broadcast matmul runs one small product per level: the cost that grew with the levels)
+    ZtRT = (ZtR.reshape(nb, nl * q, m) @ T).reshape(nb, nl, q, m)  # B x levels x q x m
     Bm = LeT @ ZtRT
     chol = np.linalg.cholesky(A)
     logA = 2.0 * np.log(np.diagonal(chol, axis1=2, axis2=3)).sum(axis=(1, 2))
@@ -298,7 +300,7 @@ def _batch_value_grad(
             logdets.append(logA + logdiag[:, :ms].sum(axis=1))
             Oi = Li[:, :ms, :ms].transpose(0, 2, 1) @ Li[:, :ms, :ms]
             Cs = C[..., :ms]
-            CO = Cs @ Oi[:, None]  # B x levels x q x ms
+            CO = (Cs.reshape(nb, nl * q, ms) @ Oi).reshape(nb, nl, q, ms)
             # eliminated factor: F_ll = ZtZ_l Le (Ai_l + C_l Oi C_l') - (ZtR_l T) Oi C_l'
             Fe = (ZtZL @ (Ai + CO @ Cs.transpose(0, 1, 3, 2))).sum(axis=1)
             Fe -= (ZtRT[..., :ms] @ CO.transpose(0, 1, 3, 2)).sum(axis=1)

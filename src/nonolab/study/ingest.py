@@ -771,6 +771,22 @@ def _session_start(
         return None
     queue = [str(q) for q in ss.fields["queue"]]
     where = f"{rel}:{ss.line_no}"
+    # puzzles the puzzle file does not hold name the cause (a log of another study, or another
+    # puzzle file) before a count that differs from the preset's, which follows from it
+    unknown = [q for q in queue if q not in puzzles]
+    if unknown:
+        held = sorted((k for k in puzzles if k is not None), key=lambda k: (len(k), k))
+        shown = ", ".join(held[:12]) + (", ..." if len(held) > 12 else "")
+        why = (
+            f"puzzle id(s) {unknown} of the session queue {queue} are not in the puzzle file "
+            f"(it holds {shown or 'no puzzle'}): a log of another study, or of another puzzle "
+            "file?"
+        )
+        if len(queue) not in sizes:
+            why += f" The session also serves {len(queue)} puzzles, the preset expects "
+            why += f"{_sizes_text(sizes)}."
+        ledger.add("participant", where, pid, why)
+        return None
     if len(queue) not in sizes:
         why = f"session serves {len(queue)} puzzles, the preset expects {_sizes_text(sizes)}"
         ledger.add("participant", where, pid, why)
@@ -781,11 +797,6 @@ def _session_start(
             f"session queue {queue} names puzzle id(s) {repeated} more than once; its attempts "
             "cannot be told apart"
         )
-        ledger.add("participant", where, pid, why)
-        return None
-    unknown = [q for q in queue if q not in puzzles]
-    if unknown:
-        why = f"puzzle ids {unknown} in the session queue are not in the puzzle file"
         ledger.add("participant", where, pid, why)
         return None
     return ss
