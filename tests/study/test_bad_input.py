@@ -406,9 +406,7 @@ def test_puzzle_id_not_in_puzzle_file(tmp_path):
 
 
 @settings(max_examples=25, deadline=None)
-@given(
-    queue=st.lists(st.sampled_from(["0", "1", "2", "7", "12", "p9"]), min_size=1, max_size=6)
-)
+@given(queue=st.lists(st.sampled_from(["0", "1", "2", "7", "12", "p9"]), min_size=1, max_size=6))
 def test_a_log_of_another_study_names_the_puzzles_the_file_lacks(tmp_path_factory, queue):
     """Generated: a session queue of any length naming puzzles the puzzle file may lack (a log
     from another study). The ledger row names every unknown id, whatever the queue's length;
