@@ -517,7 +517,9 @@ def _run(args: argparse.Namespace) -> int:
     _check_installed()
     study_dir = given.get("study_dir") or study or _config_default("study_dir")
     checked = check_study(study_dir, given.get("preset") or preset or _config_default("preset"))
-    print(study_line(study_dir, checked, study is None and "study_dir" not in given), flush=True)
+    line = study_line(study_dir, checked, study is None and "study_dir" not in given)
+    # --quiet: the terminal shows only errors and the summary; the line goes to stderr
+    print(line, file=sys.stderr if args.quiet else sys.stdout, flush=True)
     workdir.mkdir(parents=True, exist_ok=True)
     show = bool(SHOW_SNAKEMAKE & set(passthrough))
     nocolor = bool(os.environ.get("NO_COLOR"))
