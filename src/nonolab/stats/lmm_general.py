@@ -158,6 +158,8 @@ class _Stats:
     support: np.ndarray = field(default=None, repr=False)  # type: ignore[assignment]
     #: the largest number of design columns of a term that is not eliminated
     max_rest_q: int = 1
+    #: flat positions of every level's support pairs in an (m + 1) x (m + 1) matrix
+    support_pairs: np.ndarray = field(default=None, repr=False)  # type: ignore[assignment]
 
     @classmethod
     def of(cls, y: np.ndarray, X: np.ndarray, terms: Sequence[_Term]) -> _Stats:
@@ -192,7 +194,10 @@ class _Stats:
             cols = np.concatenate([np.flatnonzero(touched[lv]), np.arange(qr, m)])
             support[lv, : len(cols)] = cols
         max_q = max((terms[k].q for k, _, _ in rest), default=1)
-        return cls(n, p, tuple(terms), e, ZtZ, ZtR, RtR, tuple(rest), offsets, support, max_q)
+        pairs = (support[:, :, None] * (m + 1) + support[:, None, :]).ravel()
+        return cls(
+            n, p, tuple(terms), e, ZtZ, ZtR, RtR, tuple(rest), offsets, support, max_q, pairs
+        )
 
     @property
     def qr(self) -> int:
@@ -293,23 +298,26 @@ def _batch_value_grad(
     K = idx.shape[1]
     ZtRe = np.concatenate([ZtR, np.zeros((nb, nl, q, 1))], axis=3)
     Zc = np.take_along_axis(ZtRe, np.broadcast_to(idx[None, :, None, :], (nb, nl, q, K)), 3)
-    Te = np.zeros((nb, m + 1, m + 1))
-    Te[:, :m, :m] = T
-    Tc = Te[:, idx[:, :, None], idx[:, None, :]]  # B x levels x K x K
     ZtZL = s.ZtZ[None] @ Le  # B x levels x q x q
     A = LeT @ ZtZL + np.eye(q)
-    ZtRT = Zc @ Tc  # B x levels x q x K: the level's columns of Z_l'R T
+    if s.max_rest_q == 1:  # T is diagonal: a column scaling
+        td = np.concatenate([np.diagonal(T, axis1=1, axis2=2), np.zeros((nb, 1))], axis=1)
+        ZtRT = Zc * td[:, idx][:, :, None, :]  # B x levels x q x K: Z_l'R T on its columns
+    else:
+        Te = np.zeros((nb, m + 1, m + 1))
+        Te[:, :m, :m] = T
+        ZtRT = Zc @ Te[:, idx[:, :, None], idx[:, None, :]]
     Bm = LeT @ ZtRT
     chol = np.linalg.cholesky(A)
     logA = 2.0 * np.log(np.diagonal(chol, axis1=2, axis2=3)).sum(axis=(1, 2))
     Ai = np.linalg.inv(A)
     C = Ai @ Bm  # B x levels x q x K
-    flat = (idx[:, :, None] * (m + 1) + idx[:, None, :]).ravel()  # levels x K x K positions
+    flat = s.support_pairs  # levels x K x K positions in an (m + 1) x (m + 1) matrix
     offs = (np.arange(nb) * (m + 1) ** 2)[:, None]
 
     def scatter(blocks: np.ndarray) -> np.ndarray:
         """Sum per-level K x K blocks (B x levels x K x K) into B x m x m."""
-        pos = (offs + flat[None, :]).ravel()
+        pos = flat if nb == 1 else (offs + flat[None, :]).ravel()
         out = np.bincount(pos, blocks.reshape(-1), minlength=nb * (m + 1) ** 2)
         return out.reshape(nb, m + 1, m + 1)[:, :m, :m]
 
