@@ -38,6 +38,7 @@ def _participants(results: Path) -> dict[str, int]:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(3600)  # two whole runs: up to 20 minutes on a loaded 2-core machine
 def test_a_small_lab_study_runs_twice_as_it_grows(tmp_path, benchmark_script):
     bench = benchmark_script("pipeline_bench")
     root = tmp_path / "lab folder"
