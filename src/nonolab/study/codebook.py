@@ -344,9 +344,9 @@ def _missing_rows(
             reasons = []
         if reasons:
             why = (
-                f"the logs or {pid}'s other coded rows call for a rating reason of puzzle(s) "
-                f"{reasons} that no coded row codes (a row left out?): the theme tests see only "
-                "the coded ones"
+                f"the logs or {pid}'s other coded rows call for a rating reason of {pid} for "
+                f"puzzle(s) {reasons} that no coded row codes (a row left out?): the theme "
+                "tests see only the coded ones"
             )
             out.append(_lrow("file", rel, pid, why, "kept"))
         if others:
