@@ -47,9 +47,11 @@ from mutations import (
 FOUND = Path(
     os.environ.get("NONOLAB_FUZZ_FOUND") or Path(tempfile.gettempdir()) / "nonolab-fuzz-found"
 )
-#: hypothesis examples of each test (CI: the defaults; NONOLAB_FUZZ_* to run more or fewer)
-LOG_EXAMPLES = int(os.environ.get("NONOLAB_FUZZ_LOG_EXAMPLES", "70"))
-GLOBAL_EXAMPLES = int(os.environ.get("NONOLAB_FUZZ_GLOBAL_EXAMPLES", "60"))
+#: hypothesis examples of each test: the fast tier (`make test`) 25 log batches (750 cases) and
+#: 25 global cases, the CI tier (NONOLAB_SLOW=1) 70 and 60; NONOLAB_FUZZ_* to run more or fewer
+_CI_TIER = os.environ.get("NONOLAB_SLOW", "").lower() in ("1", "true", "yes")
+LOG_EXAMPLES = int(os.environ.get("NONOLAB_FUZZ_LOG_EXAMPLES", "70" if _CI_TIER else "25"))
+GLOBAL_EXAMPLES = int(os.environ.get("NONOLAB_FUZZ_GLOBAL_EXAMPLES", "60" if _CI_TIER else "25"))
 PARTICIPANTS = 30
 #: exploration only (``make fuzz``): seconds after which the remaining examples return at once
 SECONDS = float(os.environ.get("NONOLAB_FUZZ_SECONDS", "0")) or None
