@@ -88,12 +88,22 @@ SETTINGS = {
 }
 
 
+#: the case saved last per base study in this session: hypothesis replays a failure while it
+#: shrinks it and last of all with the minimal example, so only that one is kept
+_SAVED: dict[str, Path] = {}
+
+
 def save_regression(base: str, case: dict, exc: Exception) -> Path:
-    """Write one failing case as <FOUND>/<base>-<hash>.json (an open regression case) and
-    return its path."""
+    """Write one failing case as <FOUND>/<base>-<hash>.json (an open regression case), remove
+    the case this session saved before for ``base`` (a step of the same shrinking), and return
+    its path."""
     FOUND.mkdir(parents=True, exist_ok=True)
     key = hashlib.sha256(json.dumps([base, case], sort_keys=True).encode()).hexdigest()[:12]
     path = FOUND / f"{base}-{key}.json"
+    old = _SAVED.get(base)
+    if old is not None and old != path:
+        old.unlink(missing_ok=True)
+    _SAVED[base] = path
     record = {"base": base, "case": case, "status": "open", "found": str(exc)[:600]}
     path.write_text(json.dumps(record, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     return path

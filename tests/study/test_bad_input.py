@@ -401,7 +401,7 @@ def test_puzzle_id_not_in_puzzle_file(tmp_path):
     led = ledger_for(res)
     assert led["source"].tolist() == ["backend/logs/Bad-p1.ndjson:1"]
     assert "puzzle id(s) ['9'] of the session queue" in led["reason"].iloc[0]
-    assert "are not in the puzzle file (it holds 0, 1, 2)" in led["reason"].iloc[0]
+    assert "are not in the puzzle file nonograms_6.json (it holds 0, 1, 2)" in led["reason"].iloc[0]
     assert_good_intact(res)
 
 

@@ -257,7 +257,9 @@ def _ingest_study(study_dir: str | Path, preset: Preset) -> IngestResult:
     inputs = [puzzle_path]
 
     hash_of = {label: p.hash for label, p in by_label.items()}
-    outs = list(_read_sources(sources, by_label, hash_of, sizes, preset.max_gap_s))
+    outs = list(
+        _read_sources(sources, by_label, hash_of, sizes, preset.max_gap_s, preset.puzzle_file)
+    )
     copies = duplicate_sessions(sources, [o["digest"] for o in outs], preset)
     first_with_start: dict[Any, str] = {}
     for src, out in zip(sources, outs, strict=True):
@@ -461,6 +463,7 @@ def _read_source(
     hash_of: dict[str, str],
     sizes: frozenset[int],
     max_gap_s: float = DEFAULT_MAX_GAP_S,
+    puzzle_file: str = "the puzzle file",
 ) -> dict[str, Any]:
     """Read and ingest one log file: line counts, types read, its ledger rows (in order) and
     the participant's rows (``res``, None when the participant or file is excluded);
@@ -496,7 +499,7 @@ def _read_source(
         if e.note is not None:
             ledger.add("line", f"{src.rel}:{e.line_no}", pid, e.note, "kept")
     out["res"] = _ingest_participant(
-        src.rel, pid, events, by_label, sizes, ledger, hash_of, max_gap_s
+        src.rel, pid, events, by_label, sizes, ledger, hash_of, max_gap_s, puzzle_file
     )
     return out
 
@@ -524,10 +527,16 @@ def _read_sources(
     hash_of: dict[str, str],
     sizes: frozenset[int],
     max_gap_s: float = DEFAULT_MAX_GAP_S,
+    puzzle_file: str = "the puzzle file",
 ) -> Iterator[dict[str, Any]]:
     """Yield :func:`_read_source` of every source, in order (in parallel for many files)."""
     work = partial(
-        _read_source, by_label=by_label, hash_of=hash_of, sizes=sizes, max_gap_s=max_gap_s
+        _read_source,
+        by_label=by_label,
+        hash_of=hash_of,
+        sizes=sizes,
+        max_gap_s=max_gap_s,
+        puzzle_file=puzzle_file,
     )
     n_cpu = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     n_workers = int(os.environ.get("NONOLAB_INGEST_WORKERS") or min(n_cpu or 1, 8))
@@ -585,6 +594,7 @@ def _ingest_participant(
     ledger: _Ledger,
     hash_of: dict[str, str] | None = None,
     max_gap_s: float = DEFAULT_MAX_GAP_S,
+    puzzle_file: str = "the puzzle file",
 ) -> dict[str, Any] | None:
     """Return the rows of one participant's session, or None (participant ledgered).
 
@@ -595,7 +605,7 @@ def _ingest_participant(
     events = _time_ordered(events, rel, pid, ledger)
     excluded = _duplicate_lines(events, rel, pid, ledger)
     _second_session(events, excluded, rel, pid, ledger)
-    start = _session_start(events, rel, pid, puzzles, sizes, ledger)
+    start = _session_start(events, rel, pid, puzzles, sizes, ledger, puzzle_file)
     if start is None:
         return None
     queue = [str(q) for q in start.fields["queue"]]
@@ -762,9 +772,11 @@ def _session_start(
     puzzles: dict[str | None, Puzzle],
     sizes: frozenset[int],
     ledger: _Ledger,
+    puzzle_file: str = "the puzzle file",
 ) -> Event | None:
     """Return the session's ``session_start_three`` event, or None (participant ledgered) when
-    there is none or its puzzle queue does not fit the preset and the puzzle file."""
+    there is none or its puzzle queue does not fit the preset and the puzzle file (named
+    ``puzzle_file``, its path in the study)."""
     ss = _first(events, "session_start_three")
     if ss is None:
         ledger.add("participant", rel, pid, "no session_start_three event with a puzzle queue")
@@ -779,8 +791,8 @@ def _session_start(
         shown = ", ".join(held[:12]) + (", ..." if len(held) > 12 else "")
         why = (
             f"puzzle id(s) {unknown} of the session queue {queue} are not in the puzzle file "
-            f"(it holds {shown or 'no puzzle'}): a log of another study, or of another puzzle "
-            "file?"
+            f"{puzzle_file} (it holds {shown or 'no puzzle'}): a log of another study, or of "
+            "another puzzle file?"
         )
         if len(queue) not in sizes:
             why += f" The session also serves {len(queue)} puzzles, the preset expects "
