@@ -26,7 +26,7 @@ RUN := $(BIN)/python -m nonolab run --cores $(CORES) $${NONOLAB_STUDY:+--study "
 # Figure rules are named fig_*: `make figures` reruns only them (tables are reused as they are).
 FIGURE_RULES := $(shell grep -ho '^rule fig_[a-z0-9_]*' workflow/rules/*.smk | cut -d' ' -f2)
 
-.PHONY: install reproduce figures report docs docs-figure test test-fast lint format bench bench-scale bench-recovery bench-pipeline clean help
+.PHONY: install reproduce figures report docs docs-figure test test-fast fuzz fuzz-promote lint format bench bench-scale bench-recovery bench-pipeline clean help
 
 help:
 	@echo "make reproduce [STUDY=path] [PRESET=name|file] [RESULTS=dir]"
@@ -36,6 +36,9 @@ help:
 	@echo "make docs                    the Python API reference (pdoc) in build/docs/"
 	@echo "make docs-figure             redraw the README's figure (example study) in docs/figures/"
 	@echo "make test                    ruff, snakefmt --check, snakemake --lint, lint-imports, pytest"
+	@echo "                             (deterministic: hypothesis draws from a fixed seed)"
+	@echo "make fuzz [FUZZ_MINUTES=10]  random exploration of the contract fuzzer (niced, bounded)"
+	@echo "make fuzz-promote            move the cases it found into tests/contract/regressions/"
 	@echo "make bench                   solve benchmark (needs the bench extra: OR-Tools)"
 	@echo "make bench-scale             ingest/features/models at 1,000 and 10,000 participants"
 	@echo "make bench-recovery          parameter recovery on simulated studies"
@@ -91,8 +94,24 @@ docs-figure: install
 	cp build/example/results/figures/pause_gaps.png docs/figures/example-pause-gaps.png
 
 # Slow tests (marked `slow`) run only with NONOLAB_SLOW=1 (as in CI) or PYTEST_ARGS='-m slow'.
+# Deterministic (hypothesis draws from a fixed seed, no example database) and nothing is written
+# into the source tree (tests/conftest.py).
 test: lint
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+# Random exploration of the contract fuzzer: new examples every run, FUZZ_MINUTES of them at
+# most (niced). A case that breaks the contract is saved in the found-cases folder
+# ($$NONOLAB_FUZZ_FOUND, by default $$TMPDIR/nonolab-fuzz-found), not in the source tree;
+# `make fuzz-promote` moves the found cases into tests/contract/regressions/ (status open).
+FUZZ_MINUTES ?= 10
+fuzz: install
+	NONOLAB_EXPLORE=1 NONOLAB_FUZZ_LOG_EXAMPLES=$${NONOLAB_FUZZ_LOG_EXAMPLES:-3000} \
+	NONOLAB_FUZZ_GLOBAL_EXAMPLES=$${NONOLAB_FUZZ_GLOBAL_EXAMPLES:-5000} \
+	NONOLAB_FUZZ_SECONDS=$$(( $(FUZZ_MINUTES) * 60 )) \
+	nice -n 10 $(BIN)/python -m pytest tests/contract/test_fuzzer.py -p no:cacheprovider -x $(PYTEST_ARGS)
+
+fuzz-promote:
+	$(BIN)/python tests/contract/promote.py
 
 bench: install
 	$(BIN)/python -m pip install -e '.[bench]'

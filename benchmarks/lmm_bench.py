@@ -2,6 +2,12 @@
 
     .venv/bin/python benchmarks/lmm_bench.py                    # results/bench/lmm.json
     .venv/bin/python benchmarks/lmm_bench.py --participants 67,1000 --puzzles 6 --repeats 1
+    .venv/bin/python benchmarks/lmm_bench.py --model maximal --participants 500,2000,10000 \
+        --puzzles 30 --boot 0                                   # results/bench/lmm_maximal.json
+
+``--model maximal``: ``y ~ x + (1 + x | participant) + (1 | puzzle)`` by REML (a random slope
+of the puzzle-level ``x`` per participant), :func:`nonolab.stats.lmm_general.fit_general`
+against lme4's ``lmer`` on the same data, timed the same way (no bootstrap).
 
 Model ``y ~ x + (1 | participant) + (1 | puzzle)`` by REML, ``x`` a puzzle-level covariate. Each
 simulated participant attempts 3 distinct puzzles drawn at random from the pool (the study's
@@ -45,6 +51,7 @@ from nonolab.stats.lmm import (
     reml_fit_batch,
     simulate_responses,
 )
+from nonolab.stats.lmm_general import RandomTerm, fit_general
 
 REPO = Path(__file__).resolve().parents[1]
 PER_PARTICIPANT = 3
@@ -82,6 +89,41 @@ def simulate(n_participants: int, n_puzzles: int, seed: int) -> pd.DataFrame:
             "y": y,
         }
     )
+
+
+R_MAXIMAL = R_CODE.replace(
+    "f <- y ~ x + (1 | participant_id) + (1 | puzzle_hash)",
+    "f <- y ~ x + (1 + x | participant_id) + (1 | puzzle_hash)",
+).replace(
+    "v <- setNames(vc$vcov, vc$grp)",
+    'vc <- vc[is.na(vc$var2) & (vc$var1 == "(Intercept)" | vc$grp == "Residual"), ]\n'
+    "v <- setNames(vc$vcov, vc$grp)",
+)
+MAXIMAL_TERMS = (RandomTerm("participant_id", ("1", "x")), RandomTerm("puzzle_hash"))
+
+
+def time_maximal(d: pd.DataFrame, repeats: int) -> dict[str, Any]:
+    """Return the median wall seconds (and CPU seconds) of ``fit_general`` of the maximal
+    model and its estimates (participant variance: the intercept's)."""
+    fit_general(d, "y ~ x", MAXIMAL_TERMS)
+    times, cpu = [], []
+    for _ in range(repeats):
+        t0, c0 = time.perf_counter(), time.process_time()
+        fit = fit_general(d, "y ~ x", MAXIMAL_TERMS)
+        times.append(time.perf_counter() - t0)
+        cpu.append(time.process_time() - c0)
+    vc = fit.varcorr[fit.varcorr["var2"] == ""].set_index(["group", "var1"])["vcov"]
+    return {
+        "seconds": statistics.median(times),
+        "all_seconds": times,
+        "cpu_seconds": statistics.median(cpu),
+        "coef_x": float(fit.params["x"]),
+        "var_participant": float(vc[("participant_id", "1")]),
+        "var_puzzle": float(vc[("puzzle_hash", "1")]),
+        "var_residual": fit.var_residual,
+        "reml_loglik": fit.llf,
+        "converged": fit.converged,
+    }
 
 
 def time_nonolab(d: pd.DataFrame, repeats: int) -> dict[str, Any]:
@@ -133,11 +175,11 @@ def time_bootstrap(d: pd.DataFrame, n_boot: int, n_loop: int, seed: int) -> dict
     }
 
 
-def time_lme4(d: pd.DataFrame, repeats: int, workdir: Path) -> dict[str, Any]:
+def time_lme4(d: pd.DataFrame, repeats: int, workdir: Path, code: str = R_CODE) -> dict[str, Any]:
     """Return the median ``system.time`` seconds of ``lmer`` and its estimates."""
     workdir.mkdir(parents=True, exist_ok=True)
     d.to_csv(workdir / "data.csv", index=False, float_format="%.17g")
-    out = rcheck.run_r(R_CODE.replace("REPEATS", str(repeats)), workdir, timeout_s=3600)
+    out = rcheck.run_r(code.replace("REPEATS", str(repeats)), workdir, timeout_s=3600)
     vals = [float(v) for v in out.split()]
     keys = ["seconds", "coef_x", "var_participant", "var_puzzle", "var_residual", "reml_loglik"]
     return dict(zip(keys, vals, strict=True))
@@ -152,8 +194,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-r", action="store_true", help="time nonolab only")
     ap.add_argument("--boot", type=int, default=200, help="bootstrap refits (0: skip)")
     ap.add_argument("--boot-loop", type=int, default=50, help="one-at-a-time refits timed")
-    ap.add_argument("--out", default=str(REPO / "results" / "bench" / "lmm.json"))
+    ap.add_argument("--model", choices=("crossed", "maximal"), default="crossed")
+    ap.add_argument("--out", default=None, help="default results/bench/lmm[_maximal].json")
     args = ap.parse_args(argv)
+    maximal = args.model == "maximal"
+    if args.out is None:
+        name = "lmm_maximal.json" if maximal else "lmm.json"
+        args.out = str(REPO / "results" / "bench" / name)
     use_r = not args.no_r and rcheck.r_available(("lme4",))
     if not use_r:
         print("lme4 not timed: " + ("--no-r" if args.no_r else "Rscript with lme4 not found"))
@@ -167,10 +214,11 @@ def main(argv: list[str] | None = None) -> int:
                     "participants": n_p,
                     "puzzles": n_q,
                     "rows": len(d),
-                    "nonolab": time_nonolab(d, args.repeats),
+                    "nonolab": (time_maximal if maximal else time_nonolab)(d, args.repeats),
                 }
                 if use_r:
-                    lme4 = time_lme4(d, args.repeats, Path(tmp) / f"{n_p}_{n_q}")
+                    code = R_MAXIMAL if maximal else R_CODE
+                    lme4 = time_lme4(d, args.repeats, Path(tmp) / f"{n_p}_{n_q}", code)
                     ours = row["nonolab"]
                     row["lme4"] = lme4
                     row["ratio"] = lme4["seconds"] / ours["seconds"]
@@ -179,7 +227,7 @@ def main(argv: list[str] | None = None) -> int:
                         for k in ("coef_x", "var_participant", "var_puzzle", "var_residual")
                     )
                     row["loglik_diff"] = ours["reml_loglik"] - lme4["reml_loglik"]
-                if args.boot > 0:
+                if args.boot > 0 and not maximal:
                     row["bootstrap"] = time_bootstrap(d, args.boot, args.boot_loop, args.seed)
                 rows.append(row)
                 lme4_s = f"{row['lme4']['seconds']:.3f} s" if use_r else "-"
@@ -189,7 +237,7 @@ def main(argv: list[str] | None = None) -> int:
                     f"nonolab {row['nonolab']['seconds']:.3f} s, lme4 {lme4_s}, ratio {ratio}",
                     flush=True,
                 )
-                if args.boot > 0:
+                if "bootstrap" in row:
                     b = row["bootstrap"]
                     print(
                         f"    bootstrap: {1e3 * b['seconds_per_refit_batched']:.2f} ms per refit "
@@ -199,6 +247,9 @@ def main(argv: list[str] | None = None) -> int:
                     )
     meta = {
         "design": f"{PER_PARTICIPANT} distinct puzzles per participant",
+        "model": "y ~ x + (1 + x | participant) + (1 | puzzle)"
+        if maximal
+        else "y ~ x + (1 | participant) + (1 | puzzle)",
         "repeats": args.repeats,
         "seed": args.seed,
         "lme4": use_r,

@@ -3,6 +3,11 @@
     .venv/bin/python benchmarks/pipeline_bench.py                      # paper, then all
     .venv/bin/python benchmarks/pipeline_bench.py --targets paper --cores 1
     nice .venv/bin/python benchmarks/pipeline_bench.py --study data/example-study
+    nice .venv/bin/python benchmarks/pipeline_bench.py --small-lab 10 --targets all
+
+``--small-lab N``: instead of a study folder, a generated small lab's study (:func:`small_lab_study`:
+N participants, five 8x8 puzzles, four per session, logs as ``data/session logs/*.jsonl``, a
+preset of its own, a folder name with a space), written to a temporary folder.
 
 Each target runs ``python -m nonolab run --study STUDY --directory TMP --cores N TARGET`` in a
 fresh temporary directory (nothing reused between targets, nothing written to the checkout's
@@ -77,7 +82,53 @@ def read_rule_benchmarks(directory: Path) -> list[dict[str, Any]]:
     return sorted(rows, key=lambda r: -(r["s"] or 0.0))
 
 
-def run_target(study: Path, target: str, cores: int) -> dict[str, Any]:
+#: the small lab's study (:func:`small_lab_study`): its preset, as a lab writes it from
+#: docs/data-format.md and docs/presets.md
+SMALL_LAB_PRESET = """extends: default
+name: small-lab
+puzzle_file: puzzles.json
+log_globs: ["data/session logs/*.jsonl"]
+puzzles_per_session: 4
+themes: null
+"""
+
+
+def small_lab_study(
+    root: Path, participants: int, total: int | None = None, seed: int = 20261207
+) -> tuple[Path, Path]:
+    """Write a small lab's own study under ``root``; return ``(study folder, preset file)``.
+
+    The study (``root/"my lab study"``) is simulated (:func:`nonolab.sim.events.simulate_study`)
+    with ``total`` participants (default ``participants``) of which the first ``participants``
+    logs are written: five 8x8 puzzles (``puzzles.json``), four served per session, one log per
+    participant as ``data/session logs/<id>.jsonl``, no coded responses; the preset is
+    ``root/"lab preset.yaml"`` (:data:`SMALL_LAB_PRESET`). Calling it again with a larger
+    ``participants`` and the same ``total`` and ``seed`` adds the next participants' logs (the
+    earlier ones are unchanged): a study that grows between two runs.
+    """
+    from nonolab.sim.events import simulate_study
+    from nonolab.sim.model import SimParams
+    from nonolab.sim.writer import puzzle_records
+
+    total = participants if total is None else total
+    params = SimParams(n_participants=total, n_puzzles=5, height=8, width=8, filled=35)
+    sim = simulate_study(params, seed, session_size=4)
+    study = root / "my lab study"
+    logs = study / "data" / "session logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    (study / "puzzles.json").write_text(
+        json.dumps(puzzle_records(sim.puzzles), indent=2) + "\n", encoding="utf-8"
+    )
+    for pid in sorted(sim.logs, key=lambda p: int(p.rsplit("p", 1)[-1]))[:participants]:
+        path = logs / f"{pid}.jsonl"
+        if not path.exists():
+            path.write_text("\n".join(sim.logs[pid]) + "\n", encoding="utf-8")
+    preset = root / "lab preset.yaml"
+    preset.write_text(SMALL_LAB_PRESET, encoding="utf-8")
+    return study, preset
+
+
+def run_target(study: Path, target: str, cores: int, preset: Path | None = None) -> dict[str, Any]:
     """Run the workflow for ``target`` in a fresh temporary directory.
 
     Returns the command, the exit code, the wall time in seconds, the load averages before and
@@ -95,6 +146,7 @@ def run_target(study: Path, target: str, cores: int) -> dict[str, Any]:
             tmp,
             "--cores",
             str(cores),
+            *(["--preset", str(preset)] if preset else []),
             target,
         ]
         load_before = loadavg()
@@ -163,6 +215,12 @@ def main(argv: list[str] | None = None) -> int:
         default=default_study(),
         help="study folder (default: ../shared/study-data if present, else data/example-study)",
     )
+    ap.add_argument(
+        "--small-lab",
+        type=int,
+        metavar="N",
+        help="a generated small lab's study of N participants instead of --study",
+    )
     ap.add_argument("--cores", type=int, default=2, help="Snakemake --cores (default: 2)")
     ap.add_argument(
         "--targets",
@@ -177,7 +235,13 @@ def main(argv: list[str] | None = None) -> int:
         help="JSON record (default: results/bench/pipeline.json)",
     )
     args = ap.parse_args(argv)
-    study = args.study.resolve()
+    preset = None
+    lab_dir = None
+    if args.small_lab:
+        lab_dir = tempfile.TemporaryDirectory(prefix="nonolab-small-lab-")
+        study, preset = small_lab_study(Path(lab_dir.name), args.small_lab)
+    else:
+        study = args.study.resolve()
     if not study.is_dir():
         ap.error(f"study folder {study} not found")
 
@@ -189,19 +253,23 @@ def main(argv: list[str] | None = None) -> int:
             "python": platform.python_version(),
             "nice": os.nice(0),
         },
-        "study": str(study),
+        "study": f"small lab, {args.small_lab} participants (generated)"
+        if args.small_lab
+        else str(study),
         "cores": args.cores,
         "runs": [],
     }
     for target in args.targets:
         print(f"running {target} ...", file=sys.stderr, flush=True)
-        run = run_target(study, target, args.cores)
+        run = run_target(study, target, args.cores, preset)
         record["runs"].append(run)
         if run["returncode"]:
             print(run["stderr_tail"], file=sys.stderr)
     args.output.parent.mkdir(parents=True, exist_ok=True)
     args.output.write_text(json.dumps(record, indent=2) + "\n")
     print(markdown(record))
+    if lab_dir is not None:
+        lab_dir.cleanup()
     return 0 if all(r["returncode"] == 0 for r in record["runs"]) else 1
 
 

@@ -18,7 +18,11 @@ attempts = read_table(inp.attempts, "features")
 metrics = read_table(inp.metrics, "sat_metrics")
 strengths = read_table(inp.strengths, "bt_strengths")
 pool = read_pool_statistics(inp.pool) if "pool" in inp.keys() else None
-source = "the preset's published pool" if pool is not None else "none"
+source = (
+    "the preset's published pool"
+    if pool is not None
+    else "none (a generated pool is a simulation extra: config `extras: [pool]`)"
+)
 if pool is None and "own_pool" in inp.keys():
     # the workflow's own candidate pool (the study's grid size), one solver x encoding
     own = read_csv(inp.own_pool)

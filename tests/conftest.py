@@ -1,20 +1,25 @@
 """Shared fixtures. ``study_dir``: the public study data in ../shared (fails under CI=true when
 missing, skips with a visible reason otherwise).
 
-Hypothesis: under ``CI=true`` the property tests draw the same examples on every run
-(``derandomize``), so a CI result can be reproduced; local runs draw new examples each time
-and keep the failures hypothesis finds in its database (``.hypothesis/``). An example found
-that way is made a fixed ``@example`` of its test."""
+Hypothesis: every run of the test suite (``make test``, CI, a plain ``pytest``) draws the same
+examples (profile ``deterministic``: ``derandomize``, no example database, so nothing is
+written into the source tree), so a result can be reproduced. Random exploration is asked for
+on purpose: ``NONOLAB_EXPLORE=1`` (``make fuzz``) loads the profile ``explore``, which draws new
+examples each run and keeps its database in the temporary folder. An example found that way is
+made a fixed ``@example`` of its test (or, for the contract fuzzer, a promoted regression
+case: ``make fuzz-promote``)."""
 
 from __future__ import annotations
 
 import importlib.util
 import os
+import tempfile
 from pathlib import Path
 from types import ModuleType
 
 import pytest
 from hypothesis import settings
+from hypothesis.database import DirectoryBasedExampleDatabase
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("NONOLAB_SHARED", REPO.parent / "shared")).resolve()
@@ -26,9 +31,17 @@ def _truthy(name: str) -> bool:
     return os.environ.get(name, "").lower() in ("1", "true", "yes")
 
 
-settings.register_profile("ci", derandomize=True, print_blob=True)
-if _truthy("CI"):
-    settings.load_profile("ci")
+settings.register_profile("deterministic", derandomize=True, database=None, print_blob=True)
+settings.register_profile("ci", parent=settings.get_profile("deterministic"))
+settings.register_profile(
+    "explore",
+    derandomize=False,
+    print_blob=True,
+    database=DirectoryBasedExampleDatabase(
+        Path(tempfile.gettempdir()) / "nonolab-hypothesis-explore"
+    ),
+)
+settings.load_profile("explore" if _truthy("NONOLAB_EXPLORE") else "deterministic")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -307,3 +307,41 @@ def test_snakemake_report_is_refused_for_the_study_report(word, tmp_path, capsys
     err = capsys.readouterr().err
     assert "nonolab report" in err and "escape" in err
     assert no_snakemake == []
+
+
+# --- which study, which work ------------------------------------------------------------------
+
+
+def test_a_run_without_study_says_which_study_it_analyses(tmp_path, capsys, no_snakemake):
+    assert main(["run", "-d", str(tmp_path), "--no-report"]) == 0
+    out = capsys.readouterr().out
+    assert f"study: {EXAMPLE.resolve()} (preset default)" in out
+    assert "no --study given: the config's study_dir" in out
+    assert "simulation extras in a whole run: none" in out
+    assert main(["run", "--study", str(EXAMPLE), "-d", str(tmp_path / "b"), "--no-report"]) == 0
+    out = capsys.readouterr().out
+    assert f"study: {EXAMPLE.resolve()}" in out and "no --study given" not in out
+
+
+@pytest.mark.parametrize(
+    "extras, targets, expected, absent",
+    [
+        # the study's own work only: no power grid, pool or recovery
+        (None, [], {"ingest", "moderation_maximal"}, {"power_cell", "pool_shard", "recovery"}),
+        ("[power]", [], {"power_cell", "power_figure"}, {"pool_shard", "recovery"}),
+        (None, ["recovery"], {"recovery"}, {"power_cell", "pool_shard"}),
+        (None, ["extras"], {"power_cell", "pool_shard", "recovery"}, set()),
+    ],
+)
+def test_simulation_extras_are_targets_asked_for(tmp_path, extras, targets, expected, absent):
+    """A dry run of the example study's DAG: the rules a plain run plans, and those of each
+    extra asked for (a target, or the config's ``extras``)."""
+    cmd = [sys.executable, "-m", "nonolab", "run", "--study", str(EXAMPLE), "-d", str(tmp_path)]
+    cmd += [*targets, "--", "-n", "--quiet", "rules"]
+    if extras:
+        cmd += ["--config", f"extras={extras}"]
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=300, cwd=REPO)
+    assert out.returncode == 0, out.stderr[-2000:]
+    planned = set(re.findall(r"^([a-z_0-9]+)\s+\d+\s*$", out.stdout, re.M))
+    assert expected <= planned, (planned, out.stdout[-1500:])
+    assert not planned & absent, planned & absent

@@ -10,8 +10,15 @@ case counts as one mutated study: ``LOG_EXAMPLES`` x 30 cases. Puzzle-file and c
 mutations change the whole study: one per example, on a three-participant cut of the example
 study with its coded responses, and on the minimal study of docs/data-format.md.
 
-A failure is reduced to the one failing case (then shrunk by hypothesis) and saved under
-tests/contract/regressions/, which test_regressions.py replays.
+Under ``make test`` (and CI) the examples are drawn from a fixed seed (tests/conftest.py,
+profile ``deterministic``) with the default budgets below: every run checks the same cases.
+``make fuzz`` explores: new random examples, larger budgets (``NONOLAB_EXPLORE=1``).
+
+A failure is reduced to the one failing case (then shrunk by hypothesis) and saved in the
+found-cases folder (:data:`FOUND`: ``$NONOLAB_FUZZ_FOUND``, by default
+``<temporary folder>/nonolab-fuzz-found``), never into the source tree. ``make fuzz-promote``
+(tests/contract/promote.py) moves the saved cases into tests/contract/regressions/, which
+test_regressions.py replays: promoting a case is a decision, made on purpose.
 """
 
 from __future__ import annotations
@@ -19,6 +26,8 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import tempfile
+import time
 from pathlib import Path
 
 import pytest
@@ -34,11 +43,26 @@ from mutations import (
     check_cases,
 )
 
-REGRESSIONS = Path(__file__).parent / "regressions"
-#: hypothesis examples of each test (CI: the defaults; NONOLAB_FUZZ_* to run more or fewer)
-LOG_EXAMPLES = int(os.environ.get("NONOLAB_FUZZ_LOG_EXAMPLES", "70"))
-GLOBAL_EXAMPLES = int(os.environ.get("NONOLAB_FUZZ_GLOBAL_EXAMPLES", "60"))
+#: where a failing case is saved (promoted into tests/contract/regressions/ by promote.py)
+FOUND = Path(
+    os.environ.get("NONOLAB_FUZZ_FOUND") or Path(tempfile.gettempdir()) / "nonolab-fuzz-found"
+)
+#: hypothesis examples of each test: the fast tier (`make test`) 25 log batches (750 cases) and
+#: 25 global cases, the CI tier (NONOLAB_SLOW=1) 70 and 60; NONOLAB_FUZZ_* to run more or fewer
+_CI_TIER = os.environ.get("NONOLAB_SLOW", "").lower() in ("1", "true", "yes")
+LOG_EXAMPLES = int(os.environ.get("NONOLAB_FUZZ_LOG_EXAMPLES", "70" if _CI_TIER else "25"))
+GLOBAL_EXAMPLES = int(os.environ.get("NONOLAB_FUZZ_GLOBAL_EXAMPLES", "60" if _CI_TIER else "25"))
 PARTICIPANTS = 30
+#: exploration only (``make fuzz``): seconds after which the remaining examples return at once
+SECONDS = float(os.environ.get("NONOLAB_FUZZ_SECONDS", "0")) or None
+_START = time.monotonic()
+
+
+def _out_of_time(share: float) -> bool:
+    """True once an exploration's time budget (``share`` of :data:`SECONDS`, counted from
+    the session start, the log test first) is spent."""
+    return SECONDS is not None and time.monotonic() - _START > share * SECONDS
+
 
 ints = st.integers(0, 2**16)
 
@@ -64,11 +88,22 @@ SETTINGS = {
 }
 
 
+#: the case saved last per base study in this session: hypothesis replays a failure while it
+#: shrinks it and last of all with the minimal example, so only that one is kept
+_SAVED: dict[str, Path] = {}
+
+
 def save_regression(base: str, case: dict, exc: Exception) -> Path:
-    """Write one failing case as tests/contract/regressions/<base>-<hash>.json."""
-    REGRESSIONS.mkdir(exist_ok=True)
+    """Write one failing case as <FOUND>/<base>-<hash>.json (an open regression case), remove
+    the case this session saved before for ``base`` (a step of the same shrinking), and return
+    its path."""
+    FOUND.mkdir(parents=True, exist_ok=True)
     key = hashlib.sha256(json.dumps([base, case], sort_keys=True).encode()).hexdigest()[:12]
-    path = REGRESSIONS / f"{base}-{key}.json"
+    path = FOUND / f"{base}-{key}.json"
+    old = _SAVED.get(base)
+    if old is not None and old != path:
+        old.unlink(missing_ok=True)
+    _SAVED[base] = path
     record = {"base": base, "case": case, "status": "open", "found": str(exc)[:600]}
     path.write_text(json.dumps(record, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     return path
@@ -86,7 +121,9 @@ def run_checked(tmp: Path, base_name: str, cases: list[dict]) -> None:
                 check_cases(tmp, base, [case], themes)
             except ContractViolation as one:
                 path = save_regression(base_name, case, one)
-                raise ContractViolation(f"{one}\ncase saved as {path}") from None
+                raise ContractViolation(
+                    f"{one}\ncase saved as {path}; `make fuzz-promote` makes it a regression case"
+                ) from None
         raise
 
 
@@ -98,10 +135,14 @@ def fuzz_dir(tmp_path_factory):
 @settings(max_examples=LOG_EXAMPLES, **SETTINGS)
 @given(cases=log_batch)
 def test_log_mutations_keep_the_contract(fuzz_dir, cases):
+    if _out_of_time(0.7):
+        return
     run_checked(fuzz_dir / "logs", "example", cases)
 
 
 @settings(max_examples=GLOBAL_EXAMPLES, **SETTINGS)
 @given(base=st.sampled_from(sorted(b for b in BASES if b != "example")), case=global_case)
 def test_puzzle_and_coded_mutations_keep_the_contract(fuzz_dir, base, case):
+    if _out_of_time(1.0):
+        return
     run_checked(fuzz_dir / "global", base, [case])

@@ -11,6 +11,8 @@ import jsonschema
 import pandas as pd
 import pytest
 import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from synth_study import (
     GRIDS,
     PRE,
@@ -398,9 +400,30 @@ def test_puzzle_id_not_in_puzzle_file(tmp_path):
     res = ingest(study_with(tmp_path, events))
     led = ledger_for(res)
     assert led["source"].tolist() == ["backend/logs/Bad-p1.ndjson:1"]
-    assert (
-        "puzzle ids ['9'] in the session queue are not in the puzzle file" in led["reason"].iloc[0]
-    )
+    assert "puzzle id(s) ['9'] of the session queue" in led["reason"].iloc[0]
+    assert "are not in the puzzle file nonograms_6.json (it holds 0, 1, 2)" in led["reason"].iloc[0]
+    assert_good_intact(res)
+
+
+@settings(max_examples=25, deadline=None)
+@given(queue=st.lists(st.sampled_from(["0", "1", "2", "7", "12", "p9"]), min_size=1, max_size=6))
+def test_a_log_of_another_study_names_the_puzzles_the_file_lacks(tmp_path_factory, queue):
+    """Generated: a session queue of any length naming puzzles the puzzle file may lack (a log
+    from another study). The ledger row names every unknown id, whatever the queue's length;
+    a wrong count alone is said only when every puzzle is known."""
+    tmp = tmp_path_factory.mktemp("other")
+    events = good_session()
+    events[0] = {**events[0], "queue": [int(q) if q.isdigit() else q for q in queue]}
+    res = ingest(study_with(tmp, events))
+    reason = ledger_for(res)["reason"].iloc[0]
+    unknown = [q for q in queue if q not in ("0", "1", "2")]
+    if unknown:
+        assert f"puzzle id(s) {unknown} of the session queue" in reason
+        assert "not in the puzzle file" in reason
+        if len(queue) != 3:
+            assert f"also serves {len(queue)} puzzles" in reason
+    elif len(queue) != 3:
+        assert reason.startswith(f"session serves {len(queue)} puzzles, the preset expects")
     assert_good_intact(res)
 
 
@@ -460,9 +483,11 @@ def test_coded_themes_naming_unknown_participants_or_codes(tmp_path):
     res = ingest_study(root, load_preset(preset))
     led = res.tables["ledger"]
     th = led[led.source.str.startswith("riyad-analysis")]
-    # the fixture codes no rating reason: each participant's logged reasons are uncoded rows
+    # the fixture codes no rating reason: each participant's logged reasons are uncoded rows;
+    # it codes strategies, and Bad-p1's logged strategy answer has no row
     uncoded = th[th.reason.str.contains("that no coded row codes")]
-    assert sorted(uncoded["id"]) == ["Bad-p1", "Good-p2"]
+    assert sorted(uncoded["id"]) == ["Bad-p1", "Bad-p1", "Good-p2"]
+    assert uncoded.reason.str.contains("strategy answer of Bad-p1").sum() == 1
     th = th.drop(uncoded.index)
     got = sorted(zip(th.source, th.reason, strict=True))
     src = "riyad-analysis/derived/coded_responses.csv"

@@ -44,7 +44,9 @@ def test_the_example_study_keeps_the_papers_pool():
 
 
 def _dry_run(study, tmp_path):
-    res = snakemake("all", directory=tmp_path / "run", config={"study_dir": study}, opts=["-n"])
+    # the pool is a simulation extra (config `extras`): asked for here
+    config = {"study_dir": study, "extras": ["pool"]}
+    res = snakemake("all", directory=tmp_path / "run", config=config, opts=["-n"])
     assert res.returncode == 0, (res.stdout + res.stderr)[-3000:]
     return res.stdout
 

@@ -46,6 +46,13 @@ PRESET = _PRESET.data
 PRESET_NAME = _PRESET.name
 PRESET_FILE = str(_PRESET.path)
 
+# Simulation extras part of `all` (config `extras`, else the preset's; default none). Each
+# is a target of its own too (`power`, `pool`, `recovery`, `extras` for all three).
+EXTRAS = config.get("extras")
+if EXTRAS is None:
+    EXTRAS = PRESET.get("extras", [])
+EXTRAS = list(EXTRAS)
+
 # The study the results folder already holds (results/ingest/study.json): another study stops
 # the run here instead of mixing two studies' tables; the report's home page names this one.
 from nonolab.study.identity import check_results_study

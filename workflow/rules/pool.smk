@@ -127,9 +127,24 @@ rule pool_skipped:
 
 # The pool follows the study's puzzles (pool_common.smk: study_grid); without one grid size
 # the pool stages are skipped and results/pool/skipped.json says why.
-if POOL_SKIPPED is None:
-    ALL_TARGETS.extend(
-        ["results/pool/selected.csv", "results/pool/selected_puzzles.json"]
-    )
-else:
-    ALL_TARGETS.append("results/pool/skipped.json")
+# The pool is a simulation extra (config `extras`): `nonolab run pool` makes it.
+if "pool" in EXTRAS:
+    if POOL_SKIPPED is None:
+        ALL_TARGETS.extend(
+            ["results/pool/selected.csv", "results/pool/selected_puzzles.json"]
+        )
+    else:
+        ALL_TARGETS.append("results/pool/skipped.json")
+
+
+# `nonolab run extras`: every simulation extra (power grid, pool, recovery).
+rule extras:
+    input:
+        "results/tables/power.csv",
+        "results/figures/power.png",
+        "results/tables/recovery.csv",
+        *(
+            ["results/pool/selected.csv", "results/pool/selected_puzzles.json"]
+            if POOL_SKIPPED is None
+            else ["results/pool/skipped.json"]
+        ),

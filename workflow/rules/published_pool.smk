@@ -13,13 +13,14 @@ PUBLISHED_POOL_INPUTS = {
     "metrics": "results/sat/metrics.csv",
     "strengths": "results/tables/bt_strengths.csv",
     **({"pool": PUBLISHED_POOL} if PUBLISHED_POOL else {}),
-    # without a published pool: the workflow's own pool, generated to match the study's puzzles
+    # without a published pool: the workflow's own pool, generated to match the study's puzzles,
+    # when the run makes it (the simulation extra `pool`: config or preset `extras`)
     **(
         {
             "own_pool": "results/pool/metrics.csv",
             "own_pool_puzzles": "results/pool/pool.csv",
         }
-        if not PUBLISHED_POOL and POOL_SKIPPED is None
+        if not PUBLISHED_POOL and POOL_SKIPPED is None and "pool" in EXTRAS
         else {}
     ),
     **({"selected": PUBLISHED_POOL_STATISTICS} if PUBLISHED_POOL_STATISTICS else {}),

@@ -3,7 +3,8 @@
 #
 # power_cell runs one (puzzles, participants) design cell: a cluster runs the cells in parallel;
 # power_merge gathers them into results/tables/power.csv, power_figure draws it.
-# `snakemake recovery` (not part of `all`) runs the parameter-recovery benchmark.
+# Both are simulation extras (config `extras`): not part of `all` unless asked for; the targets
+# `power`, `recovery` (and `extras`, in pool.smk) run them.
 
 
 include: "simulate_common.smk"
@@ -135,6 +136,16 @@ rule recovery:
         "../../scripts/recovery.py"
 
 
-ALL_TARGETS.append("results/tables/power.csv")
-ALL_TARGETS.append("results/tables/recovery.csv")
-FIGURES.append("results/figures/power.png")
+# `nonolab run power`: the power grid, its table and figure.
+rule power:
+    input:
+        "results/tables/power.csv",
+        "results/figures/power.png",
+
+
+# Simulation extras: part of `all` only when asked for (config or preset `extras`).
+if "power" in EXTRAS:
+    ALL_TARGETS.append("results/tables/power.csv")
+    FIGURES.append("results/figures/power.png")
+if "recovery" in EXTRAS:
+    ALL_TARGETS.append("results/tables/recovery.csv")

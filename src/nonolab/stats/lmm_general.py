@@ -153,6 +153,13 @@ class _Stats:
     RtR: np.ndarray
     rest: tuple[tuple[int, int, int], ...]
     offsets: tuple[int, ...]  # start of each term's theta in the full theta
+    #: per level of the eliminated term, the columns of R its ``Z_i'R`` can be non-zero in
+    #: (whole blocks of the other terms' levels it meets, then X and y), padded with ``m``
+    support: np.ndarray = field(default=None, repr=False)  # type: ignore[assignment]
+    #: the largest number of design columns of a term that is not eliminated
+    max_rest_q: int = 1
+    #: flat positions of every level's support pairs in an (m + 1) x (m + 1) matrix
+    support_pairs: np.ndarray = field(default=None, repr=False)  # type: ignore[assignment]
 
     @classmethod
     def of(cls, y: np.ndarray, X: np.ndarray, terms: Sequence[_Term]) -> _Stats:
@@ -174,7 +181,23 @@ class _Stats:
         ZtR = np.asarray((te.design().T @ R).todense()).reshape(te.n_levels, te.q, R.shape[1])
         RtR = np.asarray((R.T @ R).todense())
         offsets = tuple(np.cumsum([0] + [t.spec.n_theta() for t in terms])[:-1].tolist())
-        return cls(n, p, tuple(terms), e, ZtZ, ZtR, RtR, tuple(rest), offsets)
+        m = R.shape[1]
+        qr = rest[-1][2] if rest else 0
+        touched = np.zeros((te.n_levels, qr), dtype=bool)
+        for k, a, b in rest:  # whole blocks: T mixes the columns of one level of a term
+            qk = terms[k].q
+            hit = ZtR[:, :, a:b].reshape(te.n_levels, te.q, (b - a) // qk, qk) != 0
+            touched[:, a:b] = np.repeat(hit.any(axis=(1, 3)), qk, axis=1)
+        width = int(touched.sum(axis=1).max(initial=0)) + (m - qr)
+        support = np.full((te.n_levels, width), m, dtype=np.intp)
+        for lv in range(te.n_levels):
+            cols = np.concatenate([np.flatnonzero(touched[lv]), np.arange(qr, m)])
+            support[lv, : len(cols)] = cols
+        max_q = max((terms[k].q for k, _, _ in rest), default=1)
+        pairs = (support[:, :, None] * (m + 1) + support[:, None, :]).ravel()
+        return cls(
+            n, p, tuple(terms), e, ZtZ, ZtR, RtR, tuple(rest), offsets, support, max_q, pairs
+        )
 
     @property
     def qr(self) -> int:
@@ -201,7 +224,7 @@ def _evaluate(
     Le = lams[s.e]
     q = Le.shape[0]
     A = Le.T @ s.ZtZ @ Le + np.eye(q)
-    B = Le.T @ s.ZtR @ T
+    B = Le.T @ (s.ZtR.reshape(-1, m) @ T).reshape(s.ZtR.shape)  # one GEMM over every level
     chol = np.linalg.cholesky(A)
     logdet = 2.0 * float(np.log(np.diagonal(chol, axis1=1, axis2=2)).sum())
     AiB = np.linalg.solve(A, B)
@@ -267,17 +290,40 @@ def _batch_value_grad(
     Le = lams[s.e][:, None]  # B x 1 x q x q
     LeT = Le.transpose(0, 1, 3, 2)
     q, nl, qr, p = Le.shape[-1], ZtR.shape[1], s.qr, s.p
+    # Each level of the eliminated factor touches few columns of R (a participant: the puzzles
+    # it attempted, X and y): every per-level product works on those K columns only
+    # (s.support, padded with the zero column m), and the level sums are scattered back into
+    # m x m matrices; the cost is O(levels x K^2), not O(levels x m^2).
+    idx = s.support  # levels x K
+    K = idx.shape[1]
+    ZtRe = np.concatenate([ZtR, np.zeros((nb, nl, q, 1))], axis=3)
+    Zc = np.take_along_axis(ZtRe, np.broadcast_to(idx[None, :, None, :], (nb, nl, q, K)), 3)
     ZtZL = s.ZtZ[None] @ Le  # B x levels x q x q
     A = LeT @ ZtZL + np.eye(q)
-    ZtRT = ZtR @ T[:, None]  # B x levels x q x m
+    if s.max_rest_q == 1:  # T is diagonal: a column scaling
+        td = np.concatenate([np.diagonal(T, axis1=1, axis2=2), np.zeros((nb, 1))], axis=1)
+        ZtRT = Zc * td[:, idx][:, :, None, :]  # B x levels x q x K: Z_l'R T on its columns
+    else:
+        Te = np.zeros((nb, m + 1, m + 1))
+        Te[:, :m, :m] = T
+        ZtRT = Zc @ Te[:, idx[:, :, None], idx[:, None, :]]
     Bm = LeT @ ZtRT
     chol = np.linalg.cholesky(A)
     logA = 2.0 * np.log(np.diagonal(chol, axis1=2, axis2=3)).sum(axis=(1, 2))
     Ai = np.linalg.inv(A)
-    C = Ai @ Bm  # B x levels x q x m
+    C = Ai @ Bm  # B x levels x q x K
+    flat = s.support_pairs  # levels x K x K positions in an (m + 1) x (m + 1) matrix
+    offs = (np.arange(nb) * (m + 1) ** 2)[:, None]
+
+    def scatter(blocks: np.ndarray) -> np.ndarray:
+        """Sum per-level K x K blocks (B x levels x K x K) into B x m x m."""
+        pos = flat if nb == 1 else (offs + flat[None, :]).ravel()
+        out = np.bincount(pos, blocks.reshape(-1), minlength=nb * (m + 1) ** 2)
+        return out.reshape(nb, m + 1, m + 1)[:, :m, :m]
+
     RtRT = RtR @ T
     Omega = T.transpose(0, 2, 1) @ RtRT
-    Omega -= Bm.reshape(nb, nl * q, m).transpose(0, 2, 1) @ C.reshape(nb, nl * q, m)
+    Omega -= scatter(Bm.transpose(0, 1, 3, 2) @ C)
     Omega[:, :qr, :qr] += np.eye(qr)
     Omega = (Omega + Omega.transpose(0, 2, 1)) / 2
     dfr = s.n - p if reml else s.n
@@ -297,18 +343,29 @@ def _batch_value_grad(
         else:
             logdets.append(logA + logdiag[:, :ms].sum(axis=1))
             Oi = Li[:, :ms, :ms].transpose(0, 2, 1) @ Li[:, :ms, :ms]
-            Cs = C[..., :ms]
-            CO = Cs @ Oi[:, None]  # B x levels x q x ms
+            # Oi on each level's columns, zero on columns at or beyond ms (and the pad)
+            Oe = np.zeros((nb, m + 1, m + 1))
+            Oe[:, :ms, :ms] = Oi
+            Oc = Oe[:, idx[:, :, None], idx[:, None, :]]  # B x levels x K x K
+            CO = C @ Oc  # B x levels x q x K
+            COC = CO @ C.transpose(0, 1, 3, 2)
             # eliminated factor: F_ll = ZtZ_l Le (Ai_l + C_l Oi C_l') - (ZtR_l T) Oi C_l'
-            Fe = (ZtZL @ (Ai + CO @ Cs.transpose(0, 1, 3, 2))).sum(axis=1)
-            Fe -= (ZtRT[..., :ms] @ CO.transpose(0, 1, 3, 2)).sum(axis=1)
+            Fe = (ZtZL @ (Ai + COC)).sum(axis=1)
+            Fe -= (ZtRT @ Oc @ C.transpose(0, 1, 3, 2)).sum(axis=1)
             Ge = 2.0 * Fe
             if qr:
                 # other factors: F = (R'R T)[:qr, :ms] Oi[:, :qr] - sum_l ZtR_l' Le C_l Oi
                 F = RtRT[:, :qr, :ms] @ Oi[:, :, :qr]
-                F -= ZtR[..., :qr].reshape(nb, nl * q, qr).transpose(0, 2, 1) @ (
-                    (Le @ CO[..., :qr]).reshape(nb, nl * q, qr)
-                )
+                # of sum_l Z_l'R' Le C_l Oi only the entries within one level's block are used:
+                # entry (r, r - d) of a level's columns, d < the largest block, scattered
+                W = Le @ CO  # B x levels x q x K
+                rows = np.arange(qr)
+                for d in range(s.max_rest_q):
+                    band = np.einsum("blac,blac->blc", Zc[..., d:], W[..., : K - d])
+                    pos = (np.arange(nb)[:, None, None] * (m + 1) + idx[None, :, d:]).ravel()
+                    sums = np.bincount(pos, band.ravel(), minlength=nb * (m + 1))
+                    sums = sums.reshape(nb, m + 1)
+                    F[:, rows[d:], rows[d:] - d] -= sums[:, d:qr]
                 for k, a, b in s.rest:
                     t = s.terms[k]
                     blocks = F[:, a:b, a:b].reshape(nb, t.n_levels, t.q, t.n_levels, t.q)

@@ -143,7 +143,7 @@ def check_coded_themes(
     known_codes: set[str] | None,
     rel: str,
     ratings: SessionRatings | None = None,
-    log_reasons: Mapping[str, Collection[str]] | None = None,
+    log_reasons: Mapping[str, Collection[object]] | None = None,
 ) -> list[dict[str, str]]:
     """Return ledger rows for a coded-responses CSV (one 0/1 ``code_*`` column per code).
 
@@ -155,8 +155,10 @@ def check_coded_themes(
     (:func:`coded_rating_problem`). Ledgered as well: a column that
     is neither read, informational nor a code (kept, not read), a ``code_*`` column or
     ``codes_str`` entry that is not a known code, a code value other than 0/1, and, with
-    ``log_reasons`` (participant id -> puzzle ids with a rating reason in the logs), a logged
-    rating reason that no coded row codes (a dropped row; kept, naming the file). Rows carry
+    ``log_reasons`` (participant id -> ``(response kind, puzzle id)`` of each free-text answer
+    in the logs; a bare puzzle id is a rating reason), an answer that no coded row codes
+    although the logs or the file's shape call for one (a dropped row; kept, naming the file;
+    :func:`_missing_rows`). Rows carry
     ``file:line`` (CSV record end line). Raises :class:`StudyError` naming the file if it
     lacks a required column or is not UTF-8 CSV.
     """
@@ -172,10 +174,12 @@ def _check_coded_themes(
     known_codes: set[str] | None,
     rel: str,
     ratings: SessionRatings | None,
-    log_reasons: Mapping[str, Collection[str]] | None = None,
+    log_reasons: Mapping[str, Collection[object]] | None = None,
 ) -> list[dict[str, str]]:
     out: list[dict[str, str]] = []
     coded_reasons: dict[str, set[str]] = {}
+    #: participant -> the (response kind, puzzle label) of each coded row used
+    coded_keys: dict[str, set[tuple[str, str]]] = {}
     mislabelled: Counter[str] = Counter()
     with open(path, encoding="utf-8", newline="") as fh:
         reader = csv.DictReader(fh)
@@ -235,8 +239,10 @@ def _check_coded_themes(
                     )
                 )
                 continue
-            if rec.get("response_kind") == "rating_reason":
-                label = coded_puzzle_label(rec.get("puzzle_id"))
+            kind = rec.get("response_kind") or ""
+            label = coded_puzzle_label(rec.get("puzzle_id")) if kind == "rating_reason" else ""
+            coded_keys.setdefault(stem, set()).add((kind, label))
+            if kind == "rating_reason":
                 coded_reasons.setdefault(stem, set()).add(label)
                 if ratings is not None and label not in ratings.get(stem, {label: None}):
                     mislabelled[stem] += 1
@@ -260,14 +266,94 @@ def _check_coded_themes(
             for x in named:
                 if x not in cols or (known_codes is not None and x not in known_codes):
                     out.append(_lrow("line", where, stem, f"codes_str names unknown code {x!r}"))
-    for pid, logged in sorted((log_reasons or {}).items()):
-        uncoded = sorted(set(logged) - coded_reasons.get(pid, set()))
-        # a rating reason coded under a puzzle the session did not serve (ledgered above)
-        # stands for one of them
-        if len(uncoded) > mislabelled[pid]:
+    out += _missing_rows(rel, coded_keys, coded_reasons, mislabelled, ratings, log_reasons)
+    return out
+
+
+def _key_of(entry: object) -> tuple[str, str]:
+    """A logged answer as ``(response kind, puzzle label)``: a bare puzzle id is a rating
+    reason (the older form of ``log_reasons``)."""
+    if isinstance(entry, tuple):
+        return str(entry[0]), str(entry[1] or "")
+    return "rating_reason", str(entry)
+
+
+def _missing_rows(
+    rel: str,
+    coded_keys: Mapping[str, set[tuple[str, str]]],
+    coded_reasons: Mapping[str, set[str]],
+    mislabelled: Counter[str],
+    ratings: SessionRatings | None,
+    log_reasons: Mapping[str, Collection[object]] | None,
+) -> list[dict[str, str]]:
+    """Ledger rows (kept, on the coded file) for answers a coded row should code and none does.
+
+    Two sources say which rows the file should hold for an analysed participant:
+
+    - the logs: every rating reason they hold, and every other free-text answer of a response
+      kind the file codes at all (``log_reasons``: participant -> ``(kind, puzzle label)``, or a
+      bare puzzle id for a rating reason);
+    - the file's own shape, for a participant it codes: a rating reason for each puzzle the
+      session served once the participant has one (exports write a row for a skipped puzzle's
+      empty reason too), and a row of each other kind that most coded participants have or
+      that the file exports without an answer in the logs (one row per participant and
+      question: an empty answer is exported too).
+
+    A log question matches the response kind it names or ends with
+    (``nonogram_size_experience_other`` is a ``size_experience_other`` answer).
+
+    A rating reason coded under a puzzle the session did not serve (ledgered on its line)
+    stands for one missing rating reason. Every drop of a row is seen by one of the two, however
+    many rows are dropped, unless it removes all rows of a kind, or all rating reasons of a
+    participant whose reasons the logs do not hold."""
+    kinds = {k for keys in coded_keys.values() for k, _ in keys}
+
+    def kind_of(question: str) -> str:
+        # a log question names its response kind, or ends with it
+        # (nonogram_size_experience_other -> size_experience_other)
+        return next((k for k in sorted(kinds) if question.endswith("_" + k)), question)
+
+    logged_keys: dict[str, set[tuple[str, str]]] = {}
+    for pid, logged in (log_reasons or {}).items():
+        keys = {_key_of(e) for e in logged}
+        logged_keys[pid] = {(kind_of(k), label) for k, label in keys}
+    expected: dict[str, set[tuple[str, str]]] = {}
+    for pid, keys in logged_keys.items():
+        expected[pid] = {k for k in keys if k[0] == "rating_reason" or k[0] in kinds}
+    coded_pids = set(coded_keys)
+    for kind in sorted(kinds - {"rating_reason"}):
+        having = {pid for pid, keys in coded_keys.items() if any(k == kind for k, _ in keys)}
+        # the file exports this question for everyone: most coded participants have a row,
+        # or some row holds an answer the logs do not (an empty answer, exported all the same)
+        unlogged = any((kind, "") not in logged_keys.get(pid, set()) for pid in having)
+        if unlogged or 2 * len(having) > len(coded_pids):
+            for pid in coded_pids - having:
+                expected.setdefault(pid, set()).add((kind, ""))
+    for pid in coded_pids:
+        if ratings is not None and coded_reasons.get(pid):
+            served = ratings.get(pid, {})
+            expected.setdefault(pid, set()).update(("rating_reason", str(q)) for q in served)
+    out = []
+    for pid, want in sorted(expected.items()):
+        have = coded_keys.get(pid, set())
+        missing = sorted(want - have)
+        reasons = [label for kind, label in missing if kind == "rating_reason"]
+        others = [kind for kind, _ in missing if kind != "rating_reason"]
+        # a rating reason coded under a puzzle the session did not serve stands for one of them
+        if len(reasons) <= mislabelled[pid]:
+            reasons = []
+        if reasons:
             why = (
-                f"the logs hold a rating reason of {pid} for puzzle(s) {uncoded} that no coded "
-                "row codes (a row left out?): the theme tests see only the coded ones"
+                f"the logs or {pid}'s other coded rows call for a rating reason of {pid} for "
+                f"puzzle(s) {reasons} that no coded row codes (a row left out?): the theme "
+                "tests see only the coded ones"
+            )
+            out.append(_lrow("file", rel, pid, why, "kept"))
+        if others:
+            why = (
+                f"the logs or the file's other participants call for a {' and a '.join(others)} "
+                f"answer of {pid} that no coded row codes (a row left out?): the theme tables "
+                "count only the coded rows"
             )
             out.append(_lrow("file", rel, pid, why, "kept"))
     return out
@@ -285,7 +371,7 @@ def coded_themes_ledger(
     participant_ids: set[str],
     ratings: SessionRatings | None = None,
     outside_links: bool = False,
-    log_reasons: Mapping[str, Collection[str]] | None = None,
+    log_reasons: Mapping[str, Collection[object]] | None = None,
 ) -> tuple[list[dict[str, str]], Path | None]:
     """Return the ledger rows of the study's coded-responses file and that file's path.
 

@@ -258,7 +258,9 @@ def _ingest_study(study_dir: str | Path, preset: Preset) -> IngestResult:
     inputs = [puzzle_path]
 
     hash_of = {label: p.hash for label, p in by_label.items()}
-    outs = list(_read_sources(sources, by_label, hash_of, sizes, preset.max_gap_s))
+    outs = list(
+        _read_sources(sources, by_label, hash_of, sizes, preset.max_gap_s, preset.puzzle_file)
+    )
     copies = duplicate_sessions(sources, [o["digest"] for o in outs], preset)
     first_with_start: dict[Any, str] = {}
     for src, out in zip(sources, outs, strict=True):
@@ -307,10 +309,11 @@ def _ingest_study(study_dir: str | Path, preset: Preset) -> IngestResult:
         text_rows += res["texts"]
 
     pids = {r["participant_id"] for r in part_rows}
-    log_reasons: dict[str, set[str]] = {}  # participant -> puzzles with a logged rating reason
+    # participant -> (response kind, puzzle) of each logged free-text answer
+    log_reasons: dict[str, set[tuple[str, str]]] = {}
     for r in text_rows:
-        if r["question"] == "rating_reason":
-            log_reasons.setdefault(r["participant_id"], set()).add(r["puzzle_id"])
+        puzzle = str(r["puzzle_id"]) if r["question"] == "rating_reason" else ""
+        log_reasons.setdefault(r["participant_id"], set()).add((r["question"], puzzle))
     theme_rows, coded = coded_themes_ledger(
         study_dir,
         preset.get("themes") or {},
@@ -481,6 +484,7 @@ def _read_source(
     hash_of: dict[str, str],
     sizes: frozenset[int],
     max_gap_s: float = DEFAULT_MAX_GAP_S,
+    puzzle_file: str = "the puzzle file",
 ) -> dict[str, Any]:
     """Read and ingest one log file: line counts, types read, its ledger rows (in order) and
     the participant's rows (``res``, None when the participant or file is excluded);
@@ -520,7 +524,7 @@ def _read_source(
         if e.note is not None:
             ledger.add("line", f"{src.rel}:{e.line_no}", pid, e.note, "kept")
     out["res"] = _ingest_participant(
-        src.rel, pid, events, by_label, sizes, ledger, hash_of, max_gap_s
+        src.rel, pid, events, by_label, sizes, ledger, hash_of, max_gap_s, puzzle_file
     )
     return out
 
@@ -548,10 +552,16 @@ def _read_sources(
     hash_of: dict[str, str],
     sizes: frozenset[int],
     max_gap_s: float = DEFAULT_MAX_GAP_S,
+    puzzle_file: str = "the puzzle file",
 ) -> Iterator[dict[str, Any]]:
     """Yield :func:`_read_source` of every source, in order (in parallel for many files)."""
     work = partial(
-        _read_source, by_label=by_label, hash_of=hash_of, sizes=sizes, max_gap_s=max_gap_s
+        _read_source,
+        by_label=by_label,
+        hash_of=hash_of,
+        sizes=sizes,
+        max_gap_s=max_gap_s,
+        puzzle_file=puzzle_file,
     )
     n_cpu = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     n_workers = int(os.environ.get("NONOLAB_INGEST_WORKERS") or min(n_cpu or 1, 8))
@@ -609,6 +619,7 @@ def _ingest_participant(
     ledger: _Ledger,
     hash_of: dict[str, str] | None = None,
     max_gap_s: float = DEFAULT_MAX_GAP_S,
+    puzzle_file: str = "the puzzle file",
 ) -> dict[str, Any] | None:
     """Return the rows of one participant's session, or None (participant ledgered).
 
@@ -619,7 +630,7 @@ def _ingest_participant(
     events = _time_ordered(events, rel, pid, ledger)
     excluded = _duplicate_lines(events, rel, pid, ledger)
     _second_session(events, excluded, rel, pid, ledger)
-    start = _session_start(events, rel, pid, puzzles, sizes, ledger)
+    start = _session_start(events, rel, pid, puzzles, sizes, ledger, puzzle_file)
     if start is None:
         return None
     queue = [str(q) for q in start.fields["queue"]]
@@ -786,15 +797,33 @@ def _session_start(
     puzzles: dict[str | None, Puzzle],
     sizes: frozenset[int],
     ledger: _Ledger,
+    puzzle_file: str = "the puzzle file",
 ) -> Event | None:
     """Return the session's ``session_start_three`` event, or None (participant ledgered) when
-    there is none or its puzzle queue does not fit the preset and the puzzle file."""
+    there is none or its puzzle queue does not fit the preset and the puzzle file (named
+    ``puzzle_file``, its path in the study)."""
     ss = _first(events, "session_start_three")
     if ss is None:
         ledger.add("participant", rel, pid, "no session_start_three event with a puzzle queue")
         return None
     queue = [str(q) for q in ss.fields["queue"]]
     where = f"{rel}:{ss.line_no}"
+    # puzzles the puzzle file does not hold name the cause (a log of another study, or another
+    # puzzle file) before a count that differs from the preset's, which follows from it
+    unknown = [q for q in queue if q not in puzzles]
+    if unknown:
+        held = sorted((k for k in puzzles if k is not None), key=lambda k: (len(k), k))
+        shown = ", ".join(held[:12]) + (", ..." if len(held) > 12 else "")
+        why = (
+            f"puzzle id(s) {unknown} of the session queue {queue} are not in the puzzle file "
+            f"{puzzle_file} (it holds {shown or 'no puzzle'}): a log of another study, or of "
+            "another puzzle file?"
+        )
+        if len(queue) not in sizes:
+            why += f" The session also serves {len(queue)} puzzles, the preset expects "
+            why += f"{_sizes_text(sizes)}."
+        ledger.add("participant", where, pid, why)
+        return None
     if len(queue) not in sizes:
         why = f"session serves {len(queue)} puzzles, the preset expects {_sizes_text(sizes)}"
         ledger.add("participant", where, pid, why)
@@ -805,11 +834,6 @@ def _session_start(
             f"session queue {queue} names puzzle id(s) {repeated} more than once; its attempts "
             "cannot be told apart"
         )
-        ledger.add("participant", where, pid, why)
-        return None
-    unknown = [q for q in queue if q not in puzzles]
-    if unknown:
-        why = f"puzzle ids {unknown} in the session queue are not in the puzzle file"
         ledger.add("participant", where, pid, why)
         return None
     return ss

@@ -404,6 +404,29 @@ def build_study_report(workdir: Path) -> Path:
     return build_report(workdir)
 
 
+def study_line(study_dir: str | os.PathLike, preset: Any, from_config: bool) -> str:
+    """Return the line naming the study a run analyses, its preset, where the study came from
+    when ``--study`` was not given (``from_config``: the config's ``study_dir``) and the
+    simulation extras a whole run makes (the config's ``extras``, else the preset's)."""
+    import yaml
+
+    from nonolab.core.paths import workflow_root
+
+    where = Path(study_dir).resolve()
+    line = f"study: {where} (preset {preset.name})"
+    if from_config:
+        line += "; no --study given: the config's study_dir (config/config.yaml)"
+    config = yaml.safe_load((workflow_root() / "config" / "config.yaml").read_text("utf-8"))
+    extras = config.get("extras")
+    if extras is None:
+        extras = preset.get("extras") or []
+    asked = ", ".join(extras) if extras else "none"
+    return (
+        f"{line}\nsimulation extras in a whole run: {asked} (targets of their own: power, "
+        "pool, recovery, extras)"
+    )
+
+
 def _whole_workflow(targets: list[str], passthrough: list[str]) -> bool:
     """Return True when the run makes the whole workflow (the default target or ``all``):
     no TARGET, and no target among the words after ``--`` (a word before their first
@@ -475,10 +498,11 @@ def _run(args: argparse.Namespace) -> int:
     if study is not None and not Path(study).is_dir():
         raise FileNotFoundError(f"study folder {study} not found")
     _check_installed()
-    check_study(
-        given.get("study_dir") or study or _config_default("study_dir"),
-        given.get("preset") or preset or _config_default("preset"),
-    )
+    study_dir = given.get("study_dir") or study or _config_default("study_dir")
+    checked = check_study(study_dir, given.get("preset") or preset or _config_default("preset"))
+    line = study_line(study_dir, checked, study is None and "study_dir" not in given)
+    # --quiet: the terminal shows only errors and the summary; the line goes to stderr
+    print(line, file=sys.stderr if args.quiet else sys.stdout, flush=True)
     workdir.mkdir(parents=True, exist_ok=True)
     show = bool(SHOW_SNAKEMAKE & set(passthrough))
     nocolor = bool(os.environ.get("NO_COLOR"))
