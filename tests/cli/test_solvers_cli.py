@@ -85,7 +85,11 @@ def test_encode_dimacs(tmp_path, capsys):
     with pytest.raises(SystemExit) as exc:  # a usage error listing the encodings
         main(["encode", str(f), "--encoding", "nope"])
     assert exc.value.code == 2
-    assert "invalid choice: 'nope' (choose from block_start, order)" in capsys.readouterr().err
+    from nonolab.sat.encodings import ENCODINGS
+
+    names = ", ".join(sorted(ENCODINGS))  # every registered encoding, e.g. block_start, order
+    assert {"block_start", "order"} <= set(ENCODINGS)
+    assert f"invalid choice: 'nope' (choose from {names})" in capsys.readouterr().err
 
 
 def test_bad_file_is_clean_error(tmp_path, capsys):
