@@ -241,6 +241,37 @@ def out_of_sample(
 # the evaluation
 
 
+def _served_measures(
+    attempts: pd.DataFrame,
+    measures: pd.DataFrame,
+    registry: pd.DataFrame,
+    outcomes: Mapping[str, str] | None,
+) -> tuple[
+    Mapping[str, str],
+    list[str],
+    pd.DataFrame,
+    pd.DataFrame,
+    list[str],
+    dict[str, str],
+    pd.DataFrame,
+]:
+    """Return what both evaluations start from: the outcomes (default :data:`OUTCOMES` present
+    in ``attempts``), the served puzzles (``puzzle_hash`` values of ``measures`` that
+    ``attempts`` has), their measures table, the registry indexed by name, the measure names
+    the table has, each one's status (:func:`measure_status`) and the covariates of those whose
+    status is ``ok`` (:func:`measure_covariates`: transformed, SD units)."""
+    if outcomes is None:
+        outcomes = {c: lab for c, lab in OUTCOMES.items() if c in attempts.columns}
+    served = [h for h in measures[PUZZLE] if h in set(attempts[PUZZLE])]
+    meas = measures[measures[PUZZLE].isin(served)].reset_index(drop=True)
+    reg = registry.set_index("name")
+    names = [n for n in reg.index if n in meas.columns]
+    status = {n: measure_status(meas, n, served) for n in names}
+    ok = [n for n in names if status[n] == "ok"]
+    cov = measure_covariates(meas, ok, reg["transform"].to_dict())
+    return outcomes, served, meas, reg, names, status, cov
+
+
 def evaluate_measures(
     attempts: pd.DataFrame,
     strengths: pd.DataFrame,
@@ -271,15 +302,10 @@ def evaluate_measures(
     by ``min_q`` then ``bt_p``); ``oos`` one row per measure x outcome
     (:func:`out_of_sample`).
     """
-    if outcomes is None:
-        outcomes = {c: lab for c, lab in OUTCOMES.items() if c in attempts.columns}
-    served = [h for h in measures[PUZZLE] if h in set(attempts[PUZZLE])]
-    meas = measures[measures[PUZZLE].isin(served)].reset_index(drop=True)
-    reg = registry.set_index("name")
-    names = [n for n in reg.index if n in meas.columns]
-    status = {n: measure_status(meas, n, served) for n in names}
+    outcomes, served, meas, reg, names, status, cov = _served_measures(
+        attempts, measures, registry, outcomes
+    )
     ok = [n for n in names if status[n] == "ok"]
-    cov = measure_covariates(meas, ok, reg["transform"].to_dict())
     rows: list[dict[str, object]] = []
 
     # BT Spearman, exact permutation p
@@ -496,15 +522,9 @@ def pooled_evaluation(
     from nonolab.stats.lmm_general import RandomTerm, fit_general
 
     attempts, measures = pool_studies(studies)
-    if outcomes is None:
-        outcomes = {c: lab for c, lab in OUTCOMES.items() if c in attempts.columns}
-    served = [h for h in measures[PUZZLE] if h in set(attempts[PUZZLE])]
-    meas = measures[measures[PUZZLE].isin(served)].reset_index(drop=True)
-    reg = registry.set_index("name")
-    names = [n for n in reg.index if n in meas.columns]
-    status = {n: measure_status(meas, n, served) for n in names}
-    ok = [n for n in names if status[n] == "ok"]
-    cov = measure_covariates(meas, ok, reg["transform"].to_dict())
+    outcomes, served, meas, reg, names, status, cov = _served_measures(
+        attempts, measures, registry, outcomes
+    )
     d = attempts.merge(cov, on=PUZZLE, how="left", validate="many_to_one")
     terms = [RandomTerm(PARTICIPANT), RandomTerm(PUZZLE), RandomTerm(STUDY)]
     rows = []
