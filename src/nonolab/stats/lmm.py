@@ -739,6 +739,21 @@ def simulate_responses(fit: CrossedFit, rng: np.random.Generator, n_draws: int) 
     return mean + up[:, fit.participant_codes] + uq[:, fit.puzzle_codes] + e
 
 
+def _factor_layout(
+    codes: Sequence[np.ndarray], n: int
+) -> tuple[list[np.ndarray], list[int], int, list[int]]:
+    """Return the random-intercept factors of :class:`_CrossBatch` as integer code vectors,
+    each factor's number of levels, the index of the factor eliminated exactly (the one with
+    the most levels, the first on ties) and the indices of the others. Raises ValueError unless
+    there is one non-negative code vector of length ``n`` per factor."""
+    codes = [np.asarray(k, dtype=np.intp) for k in codes]
+    if not codes or any(k.ndim != 1 or len(k) != n or (k < 0).any() for k in codes):
+        raise ValueError("_CrossBatch needs one non-negative code vector per factor")
+    sizes = [int(k.max()) + 1 for k in codes]
+    e = max(range(len(codes)), key=lambda j: (sizes[j], -j))
+    return codes, sizes, e, [j for j in range(len(codes)) if j != e]
+
+
 @dataclass(frozen=True)
 class _CrossBatch:
     """The sufficient statistics of :class:`_Cross` for one design and many responses.
@@ -771,12 +786,7 @@ class _CrossBatch:
         Y = np.atleast_2d(np.asarray(Y, dtype=float))
         X = np.asarray(X, dtype=float)
         n, p = X.shape
-        codes = [np.asarray(k, dtype=np.intp) for k in codes]
-        if not codes or any(k.ndim != 1 or len(k) != n or (k < 0).any() for k in codes):
-            raise ValueError("_CrossBatch needs one non-negative code vector per factor")
-        sizes = [int(k.max()) + 1 for k in codes]
-        e = max(range(len(codes)), key=lambda j: (sizes[j], -j))
-        rest = [j for j in range(len(codes)) if j != e]
+        codes, sizes, e, rest = _factor_layout(codes, n)
         blocks = [
             sparse.csr_matrix((np.ones(n), (np.arange(n), codes[j])), shape=(n, sizes[j]))
             for j in rest
@@ -828,12 +838,7 @@ class _CrossBatch:
         X = np.broadcast_to(X, (B, *X.shape)) if X.ndim == 2 else X
         p = X.shape[2]
         w = np.asarray(keep, dtype=float)
-        codes = [np.asarray(k, dtype=np.intp) for k in codes]
-        if not codes or any(k.ndim != 1 or len(k) != n or (k < 0).any() for k in codes):
-            raise ValueError("_CrossBatch needs one non-negative code vector per factor")
-        sizes = [int(k.max()) + 1 for k in codes]
-        e = max(range(len(codes)), key=lambda j: (sizes[j], -j))
-        rest = [j for j in range(len(codes)) if j != e]
+        codes, sizes, e, rest = _factor_layout(codes, n)
         Zr = np.concatenate([np.eye(sizes[j])[codes[j]] for j in rest], axis=1)
         m = Zr.shape[1] + p + 1
         R = np.empty((B, n, m))
