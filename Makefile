@@ -68,12 +68,13 @@ figures: install
 report: install
 	$(BIN)/python -m nonolab report --results "$${NONOLAB_RESULTS:-.}"
 
+# Lint writes nothing into the checkout: no tool caches, Snakemake's .snakemake/ in a temp folder.
 lint: install
-	$(BIN)/ruff check src scripts tests benchmarks setup.py
-	$(BIN)/ruff format --check src scripts tests benchmarks setup.py
+	$(BIN)/ruff check --no-cache src scripts tests benchmarks setup.py
+	$(BIN)/ruff format --no-cache --check src scripts tests benchmarks setup.py
 	$(BIN)/snakefmt --check Snakefile workflow/rules
-	$(BIN)/snakemake --lint
-	$(BIN)/lint-imports
+	d=$$(mktemp -d) && $(BIN)/snakemake --lint --directory "$$d" && rm -rf "$$d"
+	$(BIN)/lint-imports --no-cache
 
 format: install
 	$(BIN)/ruff check --fix src scripts tests benchmarks setup.py
@@ -95,9 +96,12 @@ docs-figure: install
 
 # Slow tests (marked `slow`) run only with NONOLAB_SLOW=1 (as in CI) or PYTEST_ARGS='-m slow'.
 # Deterministic (hypothesis draws from a fixed seed, no example database) and nothing is written
-# into the source tree (tests/conftest.py).
+# into the source tree (tests/conftest.py checks it). TEST_WORKERS pytest-xdist processes (one per
+# core), each taking whole test files (--dist loadfile: a file's fixtures are built once);
+# TEST_WORKERS=0 runs in one process.
+TEST_WORKERS ?= $(CORES)
 test: lint
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile -p no:cacheprovider $(PYTEST_ARGS)
 
 # Random exploration of the contract fuzzer: new examples every run, FUZZ_MINUTES of them at
 # most (niced). A case that breaks the contract is saved in the found-cases folder

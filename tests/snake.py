@@ -42,6 +42,11 @@ def snakemake(
     **kw: object,
 ) -> subprocess.CompletedProcess:
     """Run :func:`snakemake_command` (same arguments) in ``cwd``; return the finished process
-    (stdout and stderr as text). The caller checks ``returncode``."""
+    (stdout and stderr as text). The caller checks ``returncode``.
+
+    ``directory`` (Snakemake's working directory, where it keeps ``.snakemake/``) is required:
+    a test never runs the workflow in the checkout, which stays as it was cloned."""
+    if kw.get("directory") is None:
+        raise ValueError("snakemake(): give a directory (a temporary folder), not the checkout")
     cmd = snakemake_command(*targets, **kw)  # type: ignore[arg-type]
     return subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=timeout)

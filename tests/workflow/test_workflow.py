@@ -98,8 +98,8 @@ def test_no_rule_runs_inside_the_snakemake_process(rules):
     assert not bad, f"rules without a script/shell body (or with run:): {bad}"
 
 
-def test_lint_is_clean():
-    res = snakemake(opts=["--lint"], configfiles=[CONFIG], cores=None)
+def test_lint_is_clean(tmp_path):
+    res = snakemake(opts=["--lint"], configfiles=[CONFIG], cores=None, directory=tmp_path)
     out = res.stdout + res.stderr
     assert res.returncode == 0, out[-4000:]
     assert "Congratulations, your workflow is in a good condition" in out, out[-4000:]
