@@ -5,10 +5,13 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from sklearn.linear_model import LinearRegression
 from sklearn.model_selection import LeaveOneGroupOut, cross_val_predict
 
 from nonolab.stats.measure_evaluation import (
+    _loo_mse_orderings,
     _loo_mse_puzzles,
     _loo_predictions,
     evaluate_measures,
@@ -161,6 +164,37 @@ def test_loo_predictions_equal_sklearn_on_the_attempts():
     got = _loo_predictions(y, np.empty((len(y), 0)), groups)
     for h in np.unique(groups):
         assert got[groups == h][0] == pytest.approx(y[groups != h].mean())
+
+
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    k=st.integers(3, 9),
+    n_features=st.integers(0, 3),
+    shape=st.sampled_from(["general", "collinear", "tied", "one_apart", "few_values"]),
+)
+def test_every_ordering_at_once_equals_the_fold_by_fold_fits(seed, k, n_features, shape):
+    """The batched leave-one-puzzle-out error (deleted-residual identity, the permutation test's
+    path) equals the fold-by-fold minimum-norm fits on generated puzzle sets: collinear features,
+    tied values, one puzzle whose removal leaves a rank-deficient fit, few distinct values."""
+    rng = np.random.default_rng(seed)
+    counts = rng.integers(1, 30, k).astype(float)
+    ybar = rng.normal(0, 2, k)
+    ss = rng.uniform(0, 5, k) * (counts - 1)
+    x = rng.normal(0, 1, (k, n_features))
+    if shape == "collinear" and n_features >= 2:
+        x[:, 1] = 2 * x[:, 0] - 1
+    elif shape == "tied":
+        x = np.round(x)
+    elif shape == "one_apart" and n_features:
+        x[:, 0] = 0.0
+        x[0, 0] = 1.0  # only puzzle 0 has a non-zero first feature: leverage 1
+    elif shape == "few_values":
+        x = rng.integers(0, 2, (k, n_features)).astype(float)
+    orders = np.stack([rng.permutation(k) for _ in range(12)])
+    xs = np.stack([x[o] for o in orders])
+    got = _loo_mse_orderings(ybar, counts, ss, xs)
+    want = np.array([_loo_mse_puzzles(ybar, counts, ss, xs[i]) for i in range(len(xs))])
+    np.testing.assert_allclose(got, want, rtol=1e-7, atol=1e-9)
 
 
 def test_out_of_sample_needs_three_puzzles():

@@ -156,6 +156,43 @@ def _loo_mse_puzzles(ybar: np.ndarray, counts: np.ndarray, ss: np.ndarray, x: np
     return total / counts.sum()
 
 
+def _loo_mse_orderings(
+    ybar: np.ndarray, counts: np.ndarray, ss: np.ndarray, x: np.ndarray
+) -> np.ndarray:
+    """Return :func:`_loo_mse_puzzles` for each of a stack of feature matrices ``x`` (shape
+    ``(orderings, puzzles, features)``, e.g. one per permutation of a measure's values), as an
+    array of mean squared errors (squared outcome units).
+
+    Each leave-one-puzzle-out residual comes from the full weighted fit by the deleted-residual
+    identity ``e_g = r_g / (1 - h_g)`` (``h_g``: the puzzle's weighted leverage), all orderings
+    at once; an ordering whose fit is near singular (condition number above 1e10) or has a
+    puzzle of leverage near 1 (its removal leaves a rank-deficient fit) is computed by
+    :func:`_loo_mse_puzzles`, the minimum-norm least squares of each fold, so the two agree on
+    every input (``tests/stats/test_measure_evaluation.py``)."""
+    n_ord, k, _m = x.shape
+    a = np.concatenate([np.ones((n_ord, k, 1)), x], axis=2)
+    aw = a * counts[None, :, None]
+    gram = np.einsum("pki,pkj->pij", aw, a)
+    out = np.full(n_ord, np.nan)
+    with np.errstate(all="ignore"):
+        cond = np.linalg.cond(gram)
+    ok = np.isfinite(cond) & (cond < 1e10)
+    if ok.any():
+        inv = np.linalg.inv(gram[ok])
+        beta = np.einsum("pij,pj->pi", inv, np.einsum("pki,k->pi", aw[ok], ybar))
+        resid = ybar[None, :] - np.einsum("pki,pi->pk", a[ok], beta)
+        lev = counts[None, :] * np.einsum("pki,pij,pkj->pk", a[ok], inv, a[ok])
+        fine = (lev < 1 - 1e-8).all(axis=1)
+        with np.errstate(all="ignore"):
+            sq = (counts[None, :] * (resid / (1 - lev)) ** 2).sum(axis=1)
+        idx = np.flatnonzero(ok)
+        out[idx[fine]] = (ss.sum() + sq[fine]) / counts.sum()
+        ok[idx[~fine]] = False
+    for i in np.flatnonzero(~ok):
+        out[i] = _loo_mse_puzzles(ybar, counts, ss, x[i])
+    return out
+
+
 def _feature_matrix(cols: Sequence[np.ndarray], n: int) -> np.ndarray:
     """Stack the non-constant feature columns (a constant one adds nothing to an intercept and
     only makes the least-squares problem rank-deficient)."""
@@ -208,9 +245,6 @@ def out_of_sample(
     first = np.unique(idx, return_index=True)[1]
     base_puzzle = [c[first] for c in base_cols]
 
-    def model_mse(values: np.ndarray) -> float:
-        return _loo_mse_puzzles(ybar, counts, ss, _feature_matrix([*base_puzzle, values], k))
-
     x_obs = _feature_matrix([*base_cols, per_puzzle[idx]], len(d))
     mse["model"] = float(np.mean((y - _loo_predictions(y, x_obs, groups)) ** 2))
     gain = mse["baseline"] - mse["model"]
@@ -221,9 +255,15 @@ def out_of_sample(
         rng = np.random.default_rng(seed)
         perms = [rng.permutation(k) for _ in range(n_perm)]
         how = f"Monte Carlo permutation ({n_perm:,} seeded orderings of the puzzles)"
+    # the features of every ordering at once (a constant column stays constant when permuted,
+    # so each ordering keeps the same columns as :func:`_feature_matrix` of the observed one)
+    cols = [c for c in base_puzzle if np.ptp(c) > 0]
+    xs = np.stack([np.column_stack([*cols, per_puzzle[p]]) for p in perms])
+    if np.ptp(per_puzzle) == 0:
+        xs = xs[:, :, :-1]
     # a tolerance for gains equal up to rounding (e.g. orderings that only swap tied values)
     tol = 1e-9 * max(1.0, mse["baseline"])
-    hits = sum(mse["baseline"] - model_mse(per_puzzle[p]) >= gain - tol for p in perms)
+    hits = int((mse["baseline"] - _loo_mse_orderings(ybar, counts, ss, xs) >= gain - tol).sum())
     p = hits / len(perms) if k <= EXACT_MAX_PUZZLES else (1 + hits) / (1 + n_perm)
     return out | {
         "oos_status": "ok",
