@@ -18,8 +18,9 @@ approximation (clmm's default for crossed random effects). No Python library fit
 * the Laplace log-likelihood is ``sum_i log p(y_i | u) - |u|^2 / 2 - log det(H) / 2`` at the mode
   to rounding (a last full Newton step after convergence);
 * the outer parameters (first threshold and log threshold increments, fixed effects, log SDs)
-  are optimised by BFGS (central-difference gradient) from the fixed-effects fit of statsmodels'
-  ``OrderedModel`` and polished by Newton steps on the numerical Hessian;
+  are optimised by BFGS (central-difference gradient) from the fixed-effects cumulative logit fit
+  (the same likelihood without random effects, from the marginal thresholds) and polished by
+  Newton steps on the numerical Hessian;
 * standard errors come from the numerical Hessian of the Laplace log-likelihood in the thresholds,
   fixed effects and log SDs (as clmm does; a variance on its zero boundary is left out).
 
@@ -28,7 +29,6 @@ Cross-checked against ``ordinal::clmm`` in ``tests/stats/test_clmm_r.py``.
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -37,8 +37,6 @@ import pandas as pd
 import patsy
 from scipy import optimize, sparse, stats
 from scipy.special import expit
-from statsmodels.miscmodels.ordinal_model import OrderedModel
-from statsmodels.tools.sm_exceptions import ConvergenceWarning
 
 from nonolab.stats.correlations import bh_fdr
 from nonolab.stats.lmm import _single_thread_blas
@@ -350,10 +348,20 @@ def fit_clmm(
     nt, nb, ng = len(levels) - 1, xs.shape[1], len(groups)
 
     # start: the fixed-effects cumulative logit fit (beta, then theta_1 and log increments)
-    with warnings.catch_warnings():  # only a start: BFGS's precision-loss notice is moot
-        warnings.simplefilter("ignore", ConvergenceWarning)
-        om = OrderedModel(y, xs, distr="logit").fit(method="bfgs", disp=False, maxiter=1000)
-    start = np.concatenate([om.params[nb:], om.params[:nb], np.zeros(ng)])
+    fixed = ClmmProblem(y, xs, [], len(levels))
+
+    def negll_fixed(phis: np.ndarray) -> np.ndarray:
+        theta = np.cumsum(np.concatenate([phis[:, :1], np.exp(phis[:, 1:nt])], axis=1), axis=1)
+        v = -fixed.laplace_many(theta, phis[:, nt:], np.zeros((len(phis), 0)))
+        return np.where(np.isfinite(v), v, 1e300)
+
+    cum = np.cumsum(np.bincount(y, minlength=nt + 1))[:-1] / len(y)
+    theta0 = np.log(cum / (1 - cum))  # the thresholds of the marginal distribution
+    phi0 = np.concatenate([theta0[:1], np.log(np.diff(theta0)), np.zeros(nb)])
+    res0 = optimize.minimize(
+        _value_and_gradient(negll_fixed), phi0, method="BFGS", jac=True, options={"gtol": 1e-6}
+    )
+    start = np.concatenate([res0.x, np.zeros(ng)])
 
     def unpack(phi: np.ndarray):
         theta = np.cumsum(np.concatenate([phi[:1], np.exp(phi[1:nt])]))
