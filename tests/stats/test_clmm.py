@@ -160,3 +160,38 @@ def test_moderation_ordinal_table():
     assert row["coef"] == pytest.approx(full.params["x:m"], rel=1e-6)
     assert row["lrt_chi2"] == pytest.approx(2 * (full.llf - reduced.llf), rel=1e-6)
     assert row["n_participants"] == used["participant_id"].nunique()
+
+
+def _problem(d: pd.DataFrame, groups=("participant_id", "puzzle_hash"), **kw) -> clmm.ClmmProblem:
+    y = np.searchsorted(np.sort(d["y"].unique()), d["y"])
+    x = np.column_stack([d["x"], d["m"], d["x"] * d["m"]])
+    codes = [pd.factorize(d[g], sort=True)[0] for g in groups]
+    return clmm.ClmmProblem(y, x, codes, 5, **kw)
+
+
+def test_laplace_many_is_laplace_point_by_point():
+    """Many points in one call give each point's own Laplace value (each from a cold start),
+    whatever the warm start; non-increasing thresholds give -inf."""
+    rng = np.random.default_rng(4)
+    theta = np.sort(rng.normal(0, 2, (25, 4)), axis=1)
+    theta[3] = theta[3, ::-1]  # decreasing: undefined
+    beta, sd = rng.normal(0, 0.5, (25, 3)), np.exp(rng.normal(0, 1, (25, 2)))
+    one = []
+    for t, b, s in zip(theta, beta, sd, strict=True):
+        cold = _problem(simulated(seed=3))
+        one.append(cold.laplace(t, b, s))
+    many = _problem(simulated(seed=3)).laplace_many(theta, beta, sd)
+    assert np.isneginf(many[3]) and np.isneginf(one[3])
+    np.testing.assert_allclose(many, one, rtol=0, atol=1e-10)
+
+
+def test_schur_with_two_factors_left_dense_is_the_dense_factorisation():
+    """Three crossed factors: the Schur complement of the largest leaves a dense block with a
+    cross block of its own; the Laplace value is the dense one, for one or many points."""
+    d = simulated(seed=8).assign(session=lambda f: np.arange(len(f)) % 7)
+    groups = ("participant_id", "puzzle_hash", "session")
+    theta, beta, sd = np.array([-2.0, -0.5, 0.7, 2.2]), np.array([0.5, 0.2, -0.3]), np.ones(3)
+    dense = _problem(d, groups, dense_max=10**6).laplace(theta, beta, sd * [1.0, 0.7, 0.4])
+    schur = _problem(d, groups, dense_max=0).laplace(theta, beta, sd * [1.0, 0.7, 0.4])
+    assert schur == pytest.approx(dense, abs=1e-10)
+    assert np.isfinite(dense)
