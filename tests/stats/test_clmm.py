@@ -195,3 +195,16 @@ def test_schur_with_two_factors_left_dense_is_the_dense_factorisation():
     schur = _problem(d, groups, dense_max=0).laplace(theta, beta, sd * [1.0, 0.7, 0.4])
     assert schur == pytest.approx(dense, abs=1e-10)
     assert np.isfinite(dense)
+
+
+def test_a_warm_start_from_the_nesting_model_reaches_the_same_fit():
+    d = simulated(seed=6)
+    full = clmm.fit_clmm(d, "y ~ x * m")
+    cold = clmm.fit_clmm(d, "y ~ x + m")
+    warm = clmm.fit_clmm(d, "y ~ x + m", start=full)
+    assert warm.converged and cold.converged
+    assert warm.llf == pytest.approx(cold.llf, abs=1e-9)
+    np.testing.assert_allclose(warm.params, cold.params, rtol=1e-5)
+    np.testing.assert_allclose(warm.bse, cold.bse, rtol=1e-5)
+    with pytest.raises(ValueError, match="other categories"):
+        clmm.fit_clmm(d[d["y"] < 5], "y ~ x + m", start=full)

@@ -322,6 +322,7 @@ def fit_clmm(
     groups: Sequence[str] = ("participant_id", "puzzle_hash"),
     *,
     dense_max: int = DENSE_MAX,
+    start: ClmmFit | None = None,
 ) -> ClmmFit:
     """Fit ``factor(y) ~ rhs + (1|g) for g in groups`` as a logit CLMM (Laplace); return
     :class:`ClmmFit`.
@@ -329,7 +330,10 @@ def fit_clmm(
     ``formula``: ``"y ~ rhs"`` in patsy syntax (numeric ``y``; its observed distinct values are
     the ordered categories); rows with a missing value are dropped. Columns of the fixed-effect
     design are scaled to unit SD for the optimisation and the estimates scaled back.
-    ``groups=()`` fits the plain cumulative-link model.
+    ``groups=()`` fits the plain cumulative-link model. ``start``: a fit of a nested or nesting
+    model on the same rows to start from (its thresholds, the fixed effects of the same names,
+    else 0, and its SDs, 1 for an SD on its zero boundary); by default the start is the fit
+    without random effects.
     """
     lhs, rhs = (s.strip() for s in formula.split("~", 1))
     d = data.dropna(subset=[lhs, *groups])
@@ -347,21 +351,18 @@ def fit_clmm(
     prob = ClmmProblem(y, xs, codes, len(levels), dense_max=dense_max)
     nt, nb, ng = len(levels) - 1, xs.shape[1], len(groups)
 
-    # start: the fixed-effects cumulative logit fit (beta, then theta_1 and log increments)
-    fixed = ClmmProblem(y, xs, [], len(levels))
-
-    def negll_fixed(phis: np.ndarray) -> np.ndarray:
-        theta = np.cumsum(np.concatenate([phis[:, :1], np.exp(phis[:, 1:nt])], axis=1), axis=1)
-        v = -fixed.laplace_many(theta, phis[:, nt:], np.zeros((len(phis), 0)))
-        return np.where(np.isfinite(v), v, 1e300)
-
-    cum = np.cumsum(np.bincount(y, minlength=nt + 1))[:-1] / len(y)
-    theta0 = np.log(cum / (1 - cum))  # the thresholds of the marginal distribution
-    phi0 = np.concatenate([theta0[:1], np.log(np.diff(theta0)), np.zeros(nb)])
-    res0 = optimize.minimize(
-        _value_and_gradient(negll_fixed), phi0, method="BFGS", jac=True, options={"gtol": 1e-6}
-    )
-    start = np.concatenate([res0.x, np.zeros(ng)])
+    names_t = [f"{_fmt(a)}|{_fmt(b)}" for a, b in zip(levels[:-1], levels[1:], strict=True)]
+    if start is not None and (
+        list(start.thresholds.index) != names_t or list(start.sd.index) != list(groups)
+    ):
+        raise ValueError("fit_clmm: the start fit has other categories or grouping factors")
+    if start is not None:
+        th = start.thresholds.to_numpy()
+        b0 = start.params.reindex(xdf.columns).fillna(0.0).to_numpy() * scale
+        s0 = np.where(start.sd.to_numpy() < SD_BOUNDARY, 1.0, start.sd.to_numpy())
+        phi_start = np.concatenate([th[:1], np.log(np.diff(th)), b0, np.log(s0)])
+    else:  # the fixed-effects cumulative logit fit (theta_1, log increments, beta; SDs 1)
+        phi_start = np.concatenate([_fixed_effects_fit(y, xs, nt), np.zeros(ng)])
 
     def unpack(phi: np.ndarray):
         theta = np.cumsum(np.concatenate([phi[:1], np.exp(phi[1:nt])]))
@@ -379,7 +380,7 @@ def fit_clmm(
 
     res = optimize.minimize(
         _value_and_gradient(negll_many),
-        start,
+        phi_start,
         method="BFGS",
         jac=True,
         options={"gtol": 1e-7},
@@ -434,7 +435,6 @@ def fit_clmm(
     cov = np.linalg.inv(hess)[: nt + nb, : nt + nb]
     back = np.concatenate([np.ones(nt), 1.0 / scale])
     cov = cov * back[:, None] * back[None, :]
-    names_t = [f"{_fmt(a)}|{_fmt(b)}" for a, b in zip(levels[:-1], levels[1:], strict=True)]
     names = names_t + list(xdf.columns)
     se = np.sqrt(np.diag(cov))
     converged = bool(gmax < 1e-4 and np.all(np.linalg.eigvalsh(hess) > 0))
@@ -450,6 +450,25 @@ def fit_clmm(
         converged=converged,
         message=f"{message}; max|gradient| {gmax:.1e}",
     )
+
+
+def _fixed_effects_fit(y: np.ndarray, xs: np.ndarray, nt: int) -> np.ndarray:
+    """Return the cumulative logit fit without random effects as (theta_1, log threshold
+    increments, beta): BFGS from the marginal distribution's thresholds and beta 0."""
+    fixed = ClmmProblem(y, xs, [], nt + 1)
+
+    def negll_fixed(phis: np.ndarray) -> np.ndarray:
+        theta = np.cumsum(np.concatenate([phis[:, :1], np.exp(phis[:, 1:nt])], axis=1), axis=1)
+        v = -fixed.laplace_many(theta, phis[:, nt:], np.zeros((len(phis), 0)))
+        return np.where(np.isfinite(v), v, 1e300)
+
+    cum = np.cumsum(np.bincount(y, minlength=nt + 1))[:-1] / len(y)
+    theta0 = np.log(cum / (1 - cum))  # the thresholds of the marginal distribution
+    phi0 = np.concatenate([theta0[:1], np.log(np.diff(theta0)), np.zeros(xs.shape[1])])
+    res = optimize.minimize(
+        _value_and_gradient(negll_fixed), phi0, method="BFGS", jac=True, options={"gtol": 1e-6}
+    )
+    return res.x
 
 
 def _steps(x: np.ndarray) -> np.ndarray:
@@ -556,7 +575,7 @@ def moderation_ordinal(
         used = d.dropna(subset=[outcome, m, moderator, *groups])
         try:
             full = fit_clmm(used, f"{outcome} ~ {m} * {moderator}", groups)
-            reduced = fit_clmm(used, f"{outcome} ~ {m} + {moderator}", groups)
+            reduced = fit_clmm(used, f"{outcome} ~ {m} + {moderator}", groups, start=full)
         except (ValueError, np.linalg.LinAlgError) as e:
             nan = float("nan")
             row |= dict.fromkeys(("coef", "se", "z", "p", "lrt_chi2", "lrt_p", "llf"), nan)
