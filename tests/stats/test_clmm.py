@@ -169,9 +169,9 @@ def _problem(d: pd.DataFrame, groups=("participant_id", "puzzle_hash"), **kw) ->
     return clmm.ClmmProblem(y, x, codes, 5, **kw)
 
 
-def test_laplace_many_is_laplace_point_by_point():
+def test_laplace_many_is_laplace_point_by_point(monkeypatch):
     """Many points in one call give each point's own Laplace value (each from a cold start),
-    whatever the warm start; non-increasing thresholds give -inf."""
+    whatever the warm start, in one batch or in chunks; non-increasing thresholds give -inf."""
     rng = np.random.default_rng(4)
     theta = np.sort(rng.normal(0, 2, (25, 4)), axis=1)
     theta[3] = theta[3, ::-1]  # decreasing: undefined
@@ -183,6 +183,9 @@ def test_laplace_many_is_laplace_point_by_point():
     many = _problem(simulated(seed=3)).laplace_many(theta, beta, sd)
     assert np.isneginf(many[3]) and np.isneginf(one[3])
     np.testing.assert_allclose(many, one, rtol=0, atol=1e-10)
+    monkeypatch.setattr(clmm, "BATCH_ELEMENTS", 720)  # chunks of one point (60 x 10 block)
+    chunked = _problem(simulated(seed=3)).laplace_many(theta, beta, sd)
+    np.testing.assert_allclose(chunked, one, rtol=0, atol=1e-10)
 
 
 def test_schur_with_two_factors_left_dense_is_the_dense_factorisation():

@@ -42,6 +42,7 @@ from nonolab.stats.correlations import bh_fdr
 from nonolab.stats.lmm import _single_thread_blas
 
 __all__ = [
+    "BATCH_ELEMENTS",
     "DENSE_MAX",
     "ClmmFit",
     "ClmmProblem",
@@ -53,6 +54,9 @@ __all__ = [
 #: Up to this many random effects the conditional-mode Hessian is factored as a dense matrix
 #: (0: always by the Schur complement, which is exact and cheaper; a larger value checks it).
 DENSE_MAX = 0
+#: :meth:`ClmmProblem.laplace_many` evaluates at most this many array elements (points x ratings,
+#: or points x random effects) at once: about 40 MB per working array.
+BATCH_ELEMENTS = 5_000_000
 #: A random-effect SD below this (logit units) is on its zero boundary.
 SD_BOUNDARY = 1e-4
 #: The conditional mode is converged when the squared Newton decrement is below _INNER_TOL; the
@@ -226,9 +230,21 @@ class ClmmProblem:
         """Return the Laplace log-likelihoods at K parameter points: ``theta`` (K, J-1),
         ``beta`` (K, p), ``sd`` (K, number of grouping factors); -inf where the thresholds do
         not increase or the likelihood underflows. The conditional modes start from the last
-        call's mode of the first point."""
+        call's mode of the first point. Points are taken in chunks of at most
+        :data:`BATCH_ELEMENTS` array elements per working array (memory bounded on large data)."""
         theta, beta = np.asarray(theta, float), np.asarray(beta, float)
+        sd = np.asarray(sd, float)
         kk = len(theta)
+        dense = self.q**2 if self._elim < 0 else len(self._elim_idx) * len(self._rest_idx)
+        per_point = max(len(self.y), self.q, dense)
+        chunk = max(1, BATCH_ELEMENTS // per_point)
+        if kk > chunk:
+            return np.concatenate(
+                [
+                    self.laplace_many(theta[i : i + chunk], beta[i : i + chunk], sd[i : i + chunk])
+                    for i in range(0, kk, chunk)
+                ]
+            )
         out = np.full(kk, -np.inf)
         ok = np.all(np.diff(theta, axis=1) > 0, axis=1)
         if not ok.any():
