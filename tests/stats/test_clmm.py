@@ -211,3 +211,33 @@ def test_a_warm_start_from_the_nesting_model_reaches_the_same_fit():
     np.testing.assert_allclose(warm.bse, cold.bse, rtol=1e-5)
     with pytest.raises(ValueError, match="other categories"):
         clmm.fit_clmm(d[d["y"] < 5], "y ~ x + m", start=full)
+
+
+@pytest.mark.parametrize("groups", [("participant_id", "puzzle_hash"), ("puzzle_hash",)])
+def test_laplace_gradient_is_the_derivative_of_the_laplace_likelihood(groups):
+    """The exact gradient (through the conditional mode) against Richardson-extrapolated central
+    differences of the Laplace log-likelihood, at random points."""
+    rng = np.random.default_rng(7)
+    prob = _problem(simulated(seed=3), groups)
+    for _ in range(3):
+        psi = np.concatenate(
+            [
+                np.sort(rng.normal(0, 2, 4)),
+                rng.normal(0, 0.5, 3),
+                np.exp(rng.normal(0, 0.5, len(groups))),
+            ]
+        )
+        val, grad = prob.laplace_gradient(psi[:4], psi[4:7], psi[7:])
+        assert val == pytest.approx(prob.laplace(psi[:4], psi[4:7], psi[7:]), abs=1e-10)
+
+        def f(q):
+            return prob.laplace(q[:4], q[4:7], q[7:])
+
+        fd = []
+        for i in range(len(psi)):
+            e = np.zeros(len(psi))
+            e[i] = 1e-4
+            d1 = (f(psi + e) - f(psi - e)) / 2e-4
+            d2 = (f(psi + 2 * e) - f(psi - 2 * e)) / 4e-4
+            fd.append((4 * d1 - d2) / 3)
+        np.testing.assert_allclose(grad, fd, rtol=1e-6, atol=1e-6)

@@ -18,7 +18,9 @@ approximation (clmm's default for crossed random effects). No Python library fit
 * the Laplace log-likelihood is ``sum_i log p(y_i | u) - |u|^2 / 2 - log det(H) / 2`` at the mode
   to rounding (a last full Newton step after convergence);
 * the outer parameters (first threshold and log threshold increments, fixed effects, log SDs)
-  are optimised by BFGS (central-difference gradient) from the fixed-effects cumulative logit fit
+  are optimised by BFGS (the exact gradient of the Laplace likelihood,
+  :meth:`ClmmProblem.laplace_gradient`, up to :data:`GRADIENT_DENSE_MAX` random effects; central
+  differences above) from the fixed-effects cumulative logit fit
   (the same likelihood without random effects, from the marginal thresholds) and polished by
   Newton steps on the numerical Hessian;
 * standard errors come from the numerical Hessian of the Laplace log-likelihood in the thresholds,
@@ -44,6 +46,7 @@ from nonolab.stats.lmm import _single_thread_blas
 __all__ = [
     "BATCH_ELEMENTS",
     "DENSE_MAX",
+    "GRADIENT_DENSE_MAX",
     "ClmmFit",
     "ClmmProblem",
     "fit_clmm",
@@ -57,6 +60,10 @@ DENSE_MAX = 0
 #: :meth:`ClmmProblem.laplace_many` evaluates at most this many array elements (points x ratings,
 #: or points x random effects) at once: about 40 MB per working array.
 BATCH_ELEMENTS = 5_000_000
+#: Up to this many random effects BFGS uses the exact gradient of the Laplace likelihood
+#: (:meth:`ClmmProblem.laplace_gradient`, a dense inverse of the mode's Hessian); above it, central
+#: differences of :meth:`ClmmProblem.laplace_many`.
+GRADIENT_DENSE_MAX = 2000
 #: A random-effect SD below this (logit units) is on its zero boundary.
 SD_BOUNDARY = 1e-4
 #: The conditional mode is converged when the squared Newton decrement is below _INNER_TOL; the
@@ -219,6 +226,77 @@ class ClmmProblem:
             return out
 
         return solve, logdet
+
+    def laplace_gradient(
+        self, theta: np.ndarray, beta: np.ndarray, sd: np.ndarray
+    ) -> tuple[float, np.ndarray]:
+        """Return the Laplace log-likelihood and its exact gradient in (thresholds, fixed
+        effects, SDs) at one point (all SDs positive): the implicit derivative through the
+        conditional mode included (for ``log det H``; the joint is stationary there). The
+        gradient is NaN where the likelihood is undefined."""
+        theta, beta, sd = (np.atleast_1d(np.asarray(v, dtype=float)) for v in (theta, beta, sd))
+        nt, nb, ng = len(theta), len(beta), len(sd)
+        val = self.laplace(theta, beta, sd)
+        if not np.isfinite(val):
+            return val, np.full(nt + nb + ng, np.nan)
+        u, y = self._u, self.y
+        lam = np.repeat(sd, self.sizes)
+        eta = self.x @ beta + self._z((lam * u)[None])[0]
+        ext = np.concatenate([[-np.inf], theta, [np.inf]])
+        a, b = ext[y + 1] - eta, ext[y] - eta
+        fa, da, ga = _logistic_parts(a)
+        fb, db, gb = _logistic_parts(b)
+        ha, hb = (
+            da * (1.0 - 2.0 * fa) ** 2 - 2.0 * da * da,
+            db * (1.0 - 2.0 * fb) ** 2 - 2.0 * db * db,
+        )
+        p = np.where(b > 0, expit(-b) - expit(-a), fa - fb)
+        s, r = (da - db) / p, (ga - gb) / p
+        w = s * s - r
+        dw_eta = 2.0 * s * w + (ha - hb) / p - s * r
+        # derivatives in the upper (a) and lower (b) threshold of each rating
+        ds_up, ds_lo = ga / p - s * da / p, -gb / p + s * db / p
+        dr_up, dr_lo = ha / p - r * da / p, -hb / p + r * db / p
+        dw_up, dw_lo = 2.0 * s * ds_up - dr_up, 2.0 * s * ds_lo - dr_lo
+        n, npar = len(y), nt + nb + ng
+        up = np.zeros((n, nt))  # indicator of the rating's upper / lower threshold
+        lo = np.zeros((n, nt))
+        iu, il = np.flatnonzero(y < nt), np.flatnonzero(y >= 1)
+        up[iu, y[iu]] = 1.0
+        lo[il, y[il] - 1] = 1.0
+        # direct derivatives (the mode held fixed)
+        deta = np.zeros((n, npar))
+        deta[:, nt : nt + nb] = self.x
+        for g, (grp, o) in enumerate(zip(self.groups, self.offsets, strict=False)):
+            deta[:, nt + nb + g] = u[o + grp]
+        ds = w[:, None] * deta
+        ds[:, :nt] += ds_up[:, None] * up + ds_lo[:, None] * lo
+        dgrad = lam[:, None] * (self._ztmat @ ds)  # d(Lambda Z' s)/d psi, q x npar
+        zts = self._zt(s[None])[0]
+        for g in range(ng):
+            sl = slice(self.offsets[g], self.offsets[g + 1])
+            dgrad[sl, nt + nb + g] += zts[sl]
+        h = self._block(w[None], lam[None], list(range(len(self.groups))))[0]
+        hinv = np.linalg.inv(h)
+        du = -hinv @ dgrad
+        zl = self._zmat.multiply(lam[None, :]).tocsr()  # Z Lambda
+        deta_tot = deta + zl @ du
+        dw = dw_eta[:, None] * deta_tot
+        dw[:, :nt] += dw_up[:, None] * up + dw_lo[:, None] * lo
+        zh = np.asarray(zl @ hinv)
+        c = np.asarray(zl.multiply(zh).sum(axis=1)).ravel()  # diag of Z Lambda H^-1 Lambda Z'
+        dlogdet = c @ dw
+        dh = np.concatenate(
+            [
+                (da / p) @ up - (db / p) @ lo,
+                -self.x.T @ s,
+                [-(s * deta[:, nt + nb + g]).sum() for g in range(ng)],
+            ]
+        )
+        dhinv = 1.0 - np.diag(hinv)
+        for g in range(ng):
+            dlogdet[nt + nb + g] += 2.0 * dhinv[self.offsets[g] : self.offsets[g + 1]].sum() / sd[g]
+        return val, dh - 0.5 * dlogdet
 
     def laplace(self, theta: np.ndarray, beta: np.ndarray, sd: np.ndarray) -> float:
         """Return the Laplace log-likelihood (natural log) at thresholds ``theta`` (increasing),
@@ -394,8 +472,18 @@ def fit_clmm(
     def negll(phi: np.ndarray) -> float:
         return float(negll_many(phi)[0])
 
+    def negll_and_gradient(phi: np.ndarray) -> tuple[float, np.ndarray]:
+        """-Laplace log-likelihood and its exact gradient in phi (1e300 and 0 if undefined)."""
+        val, g = prob.laplace_gradient(*unpack(phi))
+        if not (np.isfinite(val) and np.all(np.isfinite(g))):
+            return 1e300, np.zeros(len(phi))
+        gt = g[:nt][::-1].cumsum()[::-1]  # d/d theta_1 and d/d log increments
+        gt[1:] *= np.exp(phi[1:nt])
+        return -val, -np.concatenate([gt, g[nt : nt + nb], g[nt + nb :] * np.exp(phi[nt + nb :])])
+
+    exact = 0 < prob.q <= GRADIENT_DENSE_MAX and len(prob.y) * prob.q <= BATCH_ELEMENTS
     res = optimize.minimize(
-        _value_and_gradient(negll_many),
+        negll_and_gradient if exact else _value_and_gradient(negll_many),
         phi_start,
         method="BFGS",
         jac=True,
