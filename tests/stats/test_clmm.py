@@ -241,3 +241,14 @@ def test_laplace_gradient_is_the_derivative_of_the_laplace_likelihood(groups):
             d2 = (f(psi + 2 * e) - f(psi - 2 * e)) / 4e-4
             fd.append((4 * d1 - d2) / 3)
         np.testing.assert_allclose(grad, fd, rtol=1e-6, atol=1e-6)
+
+
+def test_finite_difference_bfgs_above_the_dense_gradient_limit_reaches_the_same_fit(monkeypatch):
+    d = simulated(seed=9)
+    exact = clmm.fit_clmm(d, "y ~ x * m")
+    monkeypatch.setattr(clmm, "GRADIENT_DENSE_MAX", 0)
+    differences = clmm.fit_clmm(d, "y ~ x * m")
+    assert exact.converged and differences.converged
+    assert differences.llf == pytest.approx(exact.llf, abs=1e-9)
+    np.testing.assert_allclose(differences.params, exact.params, rtol=1e-5)
+    np.testing.assert_allclose(differences.bse, exact.bse, rtol=1e-5)
