@@ -108,7 +108,7 @@ def test_laplace_matches_quadrature_for_one_group():
 
 def test_dense_and_schur_factorisations_agree():
     d = simulated(seed=3)
-    dense = clmm.fit_clmm(d, "y ~ x * m")
+    dense = clmm.fit_clmm(d, "y ~ x * m", dense_max=10**6)
     schur = clmm.fit_clmm(d, "y ~ x * m", dense_max=0)
     assert schur.llf == pytest.approx(dense.llf, abs=1e-8)
     np.testing.assert_allclose(schur.params, dense.params, rtol=1e-5)
@@ -160,3 +160,95 @@ def test_moderation_ordinal_table():
     assert row["coef"] == pytest.approx(full.params["x:m"], rel=1e-6)
     assert row["lrt_chi2"] == pytest.approx(2 * (full.llf - reduced.llf), rel=1e-6)
     assert row["n_participants"] == used["participant_id"].nunique()
+
+
+def _problem(d: pd.DataFrame, groups=("participant_id", "puzzle_hash"), **kw) -> clmm.ClmmProblem:
+    y = np.searchsorted(np.sort(d["y"].unique()), d["y"])
+    x = np.column_stack([d["x"], d["m"], d["x"] * d["m"]])
+    codes = [pd.factorize(d[g], sort=True)[0] for g in groups]
+    return clmm.ClmmProblem(y, x, codes, 5, **kw)
+
+
+def test_laplace_many_is_laplace_point_by_point(monkeypatch):
+    """Many points in one call give each point's own Laplace value (each from a cold start),
+    whatever the warm start, in one batch or in chunks; non-increasing thresholds give -inf."""
+    rng = np.random.default_rng(4)
+    theta = np.sort(rng.normal(0, 2, (25, 4)), axis=1)
+    theta[3] = theta[3, ::-1]  # decreasing: undefined
+    beta, sd = rng.normal(0, 0.5, (25, 3)), np.exp(rng.normal(0, 1, (25, 2)))
+    one = []
+    for t, b, s in zip(theta, beta, sd, strict=True):
+        cold = _problem(simulated(seed=3))
+        one.append(cold.laplace(t, b, s))
+    many = _problem(simulated(seed=3)).laplace_many(theta, beta, sd)
+    assert np.isneginf(many[3]) and np.isneginf(one[3])
+    np.testing.assert_allclose(many, one, rtol=0, atol=1e-10)
+    monkeypatch.setattr(clmm, "BATCH_ELEMENTS", 720)  # chunks of one point (60 x 10 block)
+    chunked = _problem(simulated(seed=3)).laplace_many(theta, beta, sd)
+    np.testing.assert_allclose(chunked, one, rtol=0, atol=1e-10)
+
+
+def test_schur_with_two_factors_left_dense_is_the_dense_factorisation():
+    """Three crossed factors: the Schur complement of the largest leaves a dense block with a
+    cross block of its own; the Laplace value is the dense one, for one or many points."""
+    d = simulated(seed=8).assign(session=lambda f: np.arange(len(f)) % 7)
+    groups = ("participant_id", "puzzle_hash", "session")
+    theta, beta, sd = np.array([-2.0, -0.5, 0.7, 2.2]), np.array([0.5, 0.2, -0.3]), np.ones(3)
+    dense = _problem(d, groups, dense_max=10**6).laplace(theta, beta, sd * [1.0, 0.7, 0.4])
+    schur = _problem(d, groups, dense_max=0).laplace(theta, beta, sd * [1.0, 0.7, 0.4])
+    assert schur == pytest.approx(dense, abs=1e-10)
+    assert np.isfinite(dense)
+
+
+def test_a_warm_start_from_the_nesting_model_reaches_the_same_fit():
+    d = simulated(seed=6)
+    full = clmm.fit_clmm(d, "y ~ x * m")
+    cold = clmm.fit_clmm(d, "y ~ x + m")
+    warm = clmm.fit_clmm(d, "y ~ x + m", start=full)
+    assert warm.converged and cold.converged
+    assert warm.llf == pytest.approx(cold.llf, abs=1e-9)
+    np.testing.assert_allclose(warm.params, cold.params, rtol=1e-5)
+    np.testing.assert_allclose(warm.bse, cold.bse, rtol=1e-5)
+    with pytest.raises(ValueError, match="other categories"):
+        clmm.fit_clmm(d[d["y"] < 5], "y ~ x + m", start=full)
+
+
+@pytest.mark.parametrize("groups", [("participant_id", "puzzle_hash"), ("puzzle_hash",)])
+def test_laplace_gradient_is_the_derivative_of_the_laplace_likelihood(groups):
+    """The exact gradient (through the conditional mode) against Richardson-extrapolated central
+    differences of the Laplace log-likelihood, at random points."""
+    rng = np.random.default_rng(7)
+    prob = _problem(simulated(seed=3), groups)
+    for _ in range(3):
+        psi = np.concatenate(
+            [
+                np.sort(rng.normal(0, 2, 4)),
+                rng.normal(0, 0.5, 3),
+                np.exp(rng.normal(0, 0.5, len(groups))),
+            ]
+        )
+        val, grad = prob.laplace_gradient(psi[:4], psi[4:7], psi[7:])
+        assert val == pytest.approx(prob.laplace(psi[:4], psi[4:7], psi[7:]), abs=1e-10)
+
+        def f(q):
+            return prob.laplace(q[:4], q[4:7], q[7:])
+
+        fd = []
+        for i in range(len(psi)):
+            e = np.zeros(len(psi))
+            e[i] = 1e-4
+            d1 = (f(psi + e) - f(psi - e)) / 2e-4
+            d2 = (f(psi + 2 * e) - f(psi - 2 * e)) / 4e-4
+            fd.append((4 * d1 - d2) / 3)
+        np.testing.assert_allclose(grad, fd, rtol=1e-6, atol=1e-6)
+
+
+def test_finite_difference_bfgs_above_the_dense_gradient_limit_reaches_the_same_fit(monkeypatch):
+    d = simulated(seed=9)
+    exact = clmm.fit_clmm(d, "y ~ x * m")
+    monkeypatch.setattr(clmm, "GRADIENT_DENSE_MAX", 0)
+    differences = clmm.fit_clmm(d, "y ~ x * m")
+    assert exact.converged and differences.converged
+    assert differences.llf == pytest.approx(exact.llf, abs=1e-9)
+    np.testing.assert_allclose(differences.params, exact.params, rtol=1e-5)
+    np.testing.assert_allclose(differences.bse, exact.bse, rtol=1e-5)
