@@ -36,6 +36,8 @@ import numpy as np
 import pandas as pd
 from scipy import sparse, stats
 from scipy.linalg import cho_factor, cho_solve
+from scipy.linalg.lapack import dpotrf as _potrf
+from scipy.linalg.lapack import dtrtri as _trtri
 from scipy.optimize import minimize
 
 from nonolab.stats.lmm import _codes, _formula_columns, _single_thread_blas, formula_design
@@ -160,6 +162,8 @@ class _Stats:
     max_rest_q: int = 1
     #: flat positions of every level's support pairs in an (m + 1) x (m + 1) matrix
     support_pairs: np.ndarray = field(default=None, repr=False)  # type: ignore[assignment]
+    #: index arrays of :func:`_value_grad` (built on first use, :meth:`layout`)
+    _layout: dict = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
     def of(cls, y: np.ndarray, X: np.ndarray, terms: Sequence[_Term]) -> _Stats:
@@ -202,6 +206,21 @@ class _Stats:
     @property
     def qr(self) -> int:
         return self.rest[-1][2] if self.rest else 0
+
+    def gather(self, ZtR: np.ndarray) -> np.ndarray:
+        """Return each level's ``Z_i'R`` on its own columns (levels x q x K; ``support``,
+        the pad column zero) from ``ZtR`` (levels x q x m)."""
+        nl, q, m = ZtR.shape
+        ZtRe = np.concatenate([ZtR, np.zeros((nl, q, 1))], axis=2)
+        return np.take_along_axis(
+            ZtRe, np.broadcast_to(self.support[:, None, :], (nl, q, self.support.shape[1])), 2
+        )
+
+    def layout(self) -> _Layout:
+        """Return the index arrays :func:`_value_grad` uses (computed once per design)."""
+        if "layout" not in self._layout:
+            self._layout["layout"] = _Layout.of(self)
+        return self._layout["layout"]
 
     def lams(self, theta: np.ndarray) -> list[np.ndarray]:
         """Return every term's ``Lambda`` (scaled units)."""
@@ -251,11 +270,207 @@ def _evaluate(
     return float(crit), beta, np.linalg.inv(XtWX), s2
 
 
+#: :func:`_value_grad` works in all ``m`` columns of ``R`` (dense products over the levels)
+#: while ``m`` is at most this multiple of the widest level's ``K`` columns, else on each
+#: level's own ``K`` columns (gathered and scattered back): ``levels x m^2`` flops in a few
+#: matrix products against ``levels x K^2`` element gathers, which cost about 25 times more each.
+_FULL_COLUMNS = 4
+
+
+@dataclass(frozen=True)
+class _Layout:
+    """Where ``theta``'s entries go and where the gradient's come from, for one design
+    (:func:`_value_grad`): flat positions in the eliminated term's ``Lambda`` (``e_pos``, from
+    ``theta[e_idx]``) and in the ``(m + 1) x (m + 1)`` padded ``T`` (``t_pos`` from
+    ``theta[t_idx]``; ``t_base`` its identity part, zero in the pad); for the other terms'
+    gradient, the flat positions in ``F`` (qr x qr) of every within-level entry (``f_pos``) and
+    the ``theta`` index each sums into (``f_idx``); ``full``: work in all ``m`` columns
+    (:data:`_FULL_COLUMNS`); ``Zc``: the design's own ``Z'R`` in the columns used
+    (:meth:`columns`)."""
+
+    e_pos: np.ndarray
+    e_idx: np.ndarray
+    t_pos: np.ndarray
+    t_idx: np.ndarray
+    t_base: np.ndarray
+    f_pos: np.ndarray
+    f_idx: np.ndarray
+    full: bool
+    Zc: np.ndarray = field(default=None, repr=False)  # type: ignore[assignment]
+
+    @classmethod
+    def of(cls, s: _Stats) -> _Layout:
+        m = s.RtR.shape[0]
+        te = s.terms[s.e]
+        ent = te.spec.entries()
+        e_pos = np.array([i * te.q + j for i, j in ent], dtype=np.intp)
+        e_idx = s.offsets[s.e] + np.arange(len(ent))
+        t_pos, t_idx, f_pos, f_idx = [], [], [], []
+        qr = s.qr
+        for k, a, _ in s.rest:
+            t = s.terms[k]
+            for v, (i, j) in enumerate(t.spec.entries()):
+                rows = a + np.arange(t.n_levels) * t.q
+                t_pos.append((rows + i) * (m + 1) + rows + j)
+                t_idx.append(np.full(t.n_levels, s.offsets[k] + v))
+                f_pos.append((rows + i) * qr + rows + j)
+                f_idx.append(np.full(t.n_levels, s.offsets[k] + v))
+        base = np.eye(m + 1)
+        base[m, m] = 0.0
+
+        def cat(x: list[np.ndarray]) -> np.ndarray:
+            return np.concatenate(x).astype(np.intp) if x else np.zeros(0, dtype=np.intp)
+
+        full = m <= _FULL_COLUMNS * s.support.shape[1]
+        lay = cls(e_pos, e_idx, cat(t_pos), cat(t_idx), base, cat(f_pos), cat(f_idx), full)
+        object.__setattr__(lay, "Zc", lay.columns(s, s.ZtR))
+        return lay
+
+    def columns(self, s: _Stats, ZtR: np.ndarray) -> np.ndarray:
+        """Return ``ZtR`` (levels x q x m) in the columns :func:`_value_grad` works in: itself
+        when ``full``, else :meth:`_Stats.gather`."""
+        return ZtR if self.full else s.gather(ZtR)
+
+
+def _value_grad(
+    theta: np.ndarray,
+    s: _Stats,
+    reml: bool,
+    Zc: np.ndarray | None = None,
+    RtR: np.ndarray | None = None,
+) -> tuple[float, np.ndarray]:
+    """Return lme4's profiled REML (or ML) deviance at ``theta`` and its exact gradient for
+    one response: :func:`_batch_value_grad` with ``B = 1``, the same formulas with fewer
+    array operations. ``Zc``: the response's ``Z'R`` in the columns used
+    (:meth:`_Layout.columns`), ``RtR`` its ``R'R`` (default: the design's own).
+
+    Two rearrangements of :func:`_batch_value_grad`'s sums (exact in real arithmetic): the
+    gradient is linear in the inverse blocks ``Oi`` of the truncations, so their weighted sum
+    is formed once, ``sum_s w_s Oi_s = Li' diag(c) Li`` with ``Li`` the inverse Cholesky
+    factor of ``Omega`` and ``c_t`` the total weight of the truncations longer than ``t``;
+    and the eliminated factor's ``F_ll`` terms combine as ``(ZtZ_l Le C_l - Z_l'R T) (C_l
+    Oi)'``. ``T`` (and so ``T' R'R T``) is a scaling when every other term has one column.
+    With few columns (:data:`_FULL_COLUMNS`) every per-level product runs over all ``m``
+    columns as one matrix product (the sums over levels become products of the stacked
+    ``levels * q`` rows); else on each level's own columns, as :func:`_batch_value_grad`.
+    """
+    lay = s.layout()
+    Zc = lay.Zc if Zc is None else Zc
+    RtR = s.RtR if RtR is None else RtR
+    full = lay.full
+    m = RtR.shape[0]
+    te = s.terms[s.e]
+    q, qr, p = te.q, s.qr, s.p
+    nl, K = Zc.shape[0], Zc.shape[2]
+    Le = np.zeros(q * q)
+    Le[lay.e_pos] = theta[lay.e_idx]
+    Le = Le.reshape(q, q)
+    Te = lay.t_base.copy()
+    Te.flat[lay.t_pos] = theta[lay.t_idx]
+    pairs = s.support_pairs
+    if s.max_rest_q == 1:  # T is diagonal: a scaling of the columns
+        td = np.diagonal(Te)
+        ZtRT = Zc * (td[:m] if full else td[s.support][:, None, :])
+        tm = td[:m]
+        RtRT = RtR * tm[None, :]
+        Omega = tm[:, None] * RtRT
+    else:
+        T = Te[:m, :m]
+        if full:
+            ZtRT = (Zc.reshape(nl * q, m) @ T).reshape(nl, q, m)
+        else:
+            ZtRT = Zc @ Te.flat[pairs].reshape(nl, K, K)
+        RtRT = RtR @ T
+        Omega = T.T @ RtRT
+    if q == 1:
+        le = Le[0, 0]
+        ZtZL = s.ZtZ * le
+        A = 1.0 + le * ZtZL
+        logA = float(np.log(A).sum())
+        Ai = 1.0 / A
+        Bm = le * ZtRT
+        C = Ai * Bm
+    else:
+        ZtZL = s.ZtZ @ Le
+        A = Le.T @ ZtZL + np.eye(q)
+        if q == 2:  # closed form: A_l is positive definite iff a > 0 and det > 0
+            a, b, d = A[:, 0, 0], A[:, 1, 0], A[:, 1, 1]
+            det = a * d - b * b
+            if not (np.all(a > 0) and np.all(det > 0)):
+                raise np.linalg.LinAlgError("a level's block is not positive definite")
+            logA = float(np.log(det).sum())
+            Ai = np.stack([d, -b, -b, a], axis=1).reshape(nl, 2, 2) / det[:, None, None]
+        else:
+            chol = np.linalg.cholesky(A)
+            logA = 2.0 * float(np.log(np.diagonal(chol, axis1=1, axis2=2)).sum())
+            Ai = np.linalg.inv(A)
+        Bm = Le.T @ ZtRT
+        C = Ai @ Bm
+    if full:  # sum over levels of Bm_l' C_l
+        Omega -= Bm.reshape(nl * q, m).T @ C.reshape(nl * q, m)
+    else:
+        BtC = Bm.transpose(0, 2, 1) * C if q == 1 else Bm.transpose(0, 2, 1) @ C
+        size = (m + 1) * (m + 1)
+        Omega -= np.bincount(pairs, BtC.reshape(-1), minlength=size).reshape(m + 1, m + 1)[:m, :m]
+    Omega.flat[: qr * (m + 1) : m + 1] += 1.0
+    Omega = (Omega + Omega.T) / 2
+    dfr = s.n - p if reml else s.n
+    sizes = (qr + p, m) if reml else (qr, qr + p, m)
+    coefs = (1.0 - dfr, float(dfr)) if reml else (1.0, -float(dfr), float(dfr))
+    Lo, info = _potrf(Omega, lower=1)
+    if info:
+        raise np.linalg.LinAlgError("Omega is not positive definite")
+    cum = np.concatenate([[0.0], np.cumsum(2.0 * np.log(np.diagonal(Lo)))])
+    logdets = [logA + float(cum[ms]) for ms in sizes]
+    c = np.zeros(m)
+    for ms, w in zip(sizes, coefs, strict=True):
+        c[:ms] += w
+    wsum = float(sum(coefs))
+    Li, info = _trtri(Lo, lower=1)
+    if info:
+        raise np.linalg.LinAlgError("singular Cholesky factor")
+    Ow = Li.T @ (c[:, None] * Li)  # sum over truncations of w_s Oi_s (zero-padded)
+    if full:
+        CO = (C.reshape(nl * q, m) @ Ow).reshape(nl, q, m)
+    else:
+        Oe = np.zeros((m + 1, m + 1))
+        Oe[:m, :m] = Ow
+        CO = C @ Oe.flat[pairs].reshape(nl, K, K)  # levels x q x K
+    if q == 1:
+        Ge = wsum * float((ZtZL * Ai).sum()) + float(((ZtZL * C - ZtRT) * CO).sum())
+        Ge = np.array([[2.0 * Ge]])
+    else:
+        Ge = wsum * (ZtZL @ Ai).sum(axis=0)
+        Ge += np.tensordot(ZtZL @ C - ZtRT, CO, axes=([0, 2], [0, 2]))
+        Ge *= 2.0
+    grad = np.zeros(len(theta))
+    grad[lay.e_idx] = Ge.ravel()[lay.e_pos]
+    if qr:
+        # other factors: F = (R'R T)[:qr] Ow[:, :qr] - sum_l Z_l'R' Le C_l Oi (within-block
+        # entries only: entry (r, r - d) of a level's columns, d < the largest block)
+        F = RtRT[:qr] @ Ow[:, :qr]
+        Wb = Le[0, 0] * CO if q == 1 else Le @ CO
+        if full:
+            F -= Zc.reshape(nl * q, m)[:, :qr].T @ Wb.reshape(nl * q, m)[:, :qr]
+        else:
+            rows = np.arange(qr)
+            for d in range(s.max_rest_q):
+                band = np.einsum("lac,lac->lc", Zc[..., d:], Wb[..., : K - d])
+                sums = np.bincount(s.support[:, d:].ravel(), band.ravel(), minlength=m + 1)
+                F[rows[d:], rows[d:] - d] -= sums[d:qr]
+        grad += 2.0 * np.bincount(lay.f_idx, F.ravel()[lay.f_pos], minlength=len(theta))
+    ld_x, ld = logdets[-2], logdets[-1]
+    rss = np.exp(ld - ld_x)
+    crit = (ld_x if reml else logdets[0]) + dfr * (1.0 + np.log(2.0 * np.pi * rss / dfr))
+    if not rss > 0:
+        raise FloatingPointError("non-positive residual sum of squares")
+    return float(crit), grad
+
+
 def _schur_value_grad(theta: np.ndarray, s: _Stats, reml: bool) -> tuple[float, np.ndarray]:
     """Return lme4's profiled REML (or ML) deviance at ``theta`` and its exact gradient
-    (:func:`_batch_value_grad` for one response)."""
-    crit, grad = _batch_value_grad(theta[None, :], s, s.ZtR[None], s.RtR[None], reml)
-    return float(crit[0]), grad[0]
+    (:func:`_value_grad` on the design's own response)."""
+    return _value_grad(theta, s, reml)
 
 
 def _batch_value_grad(
@@ -792,16 +1007,16 @@ def refit_llf_batch(fit: GeneralFit, Y: np.ndarray, *, reml: bool | None = None)
     opts = {"ftol": 1e-11, "gtol": 1e-7, "maxiter": 5000, "maxfun": 50000}
     start = np.maximum(fit._theta_scaled, lower)
     out = np.full(nb, np.nan)
+    lay = s.layout()
     with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
         for b in range(nb):
-            zr, rr = ZtR[b : b + 1], RtR[b : b + 1]
+            zr, rr = lay.columns(s, ZtR[b]), RtR[b]
 
             def f(th: np.ndarray, zr: np.ndarray = zr, rr: np.ndarray = rr) -> tuple:
                 try:
-                    crit, grad = _batch_value_grad(th[None, :], s, zr, rr, reml)
+                    return _value_grad(th, s, reml, zr, rr)
                 except (np.linalg.LinAlgError, FloatingPointError):
                     return np.inf, np.zeros_like(th)
-                return float(crit[0]), grad[0]
 
             res = minimize(f, start, jac=True, method="L-BFGS-B", bounds=bounds, options=opts)
             best_x, best_f = np.asarray(res.x, dtype=float), float(res.fun)
