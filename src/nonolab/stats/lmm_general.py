@@ -628,6 +628,8 @@ class GeneralFit:
     _y: np.ndarray = field(default=None, repr=False, compare=False)  # type: ignore[assignment]
     _terms: tuple[_Term, ...] = field(default=(), repr=False, compare=False)
     _theta_scaled: np.ndarray = field(default=None, repr=False, compare=False)  # type: ignore[assignment]
+    #: the dense pieces of the df computations, built once (:meth:`_dense`)
+    _cache: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
     @property
     def structure(self) -> str:
@@ -657,6 +659,13 @@ class GeneralFit:
             pos += t.spec.n_theta()
         return out
 
+    def _dense(self) -> _Dense:
+        """Return the fit's :class:`_Dense` pieces (built on first use, then shared by
+        :meth:`satterthwaite` and :meth:`kenward_roger`)."""
+        if "dense" not in self._cache:
+            self._cache["dense"] = _Dense.of(self)
+        return self._cache["dense"]
+
     @_single_thread_blas
     def satterthwaite(self, c: Sequence[float] | str) -> TTest:
         """Return the Satterthwaite t test of contrast ``c`` as lmerTest computes it.
@@ -670,7 +679,7 @@ class GeneralFit:
         parametrisation; at a boundary they are lmerTest's by construction.
         """
         cv = self.contrast(c)
-        d = _Dense.of(self)
+        d = self._dense()
         phi = d.Phi
         k = d.k
         Vi = [d.dV(i) for i in range(k)]
@@ -708,7 +717,7 @@ class GeneralFit:
         if not self.reml:
             raise ValueError("Kenward-Roger needs a REML fit")
         cv = self.contrast(c)
-        d = _Dense.of(self)
+        d = self._dense()
         Phi, X, Si = d.Phi, self._X, d.Vinv
         G = d.linear_G()
         ng = len(G)
