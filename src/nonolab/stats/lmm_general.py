@@ -28,9 +28,11 @@ singular-fit flag (:attr:`GeneralFit.singular`) independent of the covariate's u
 
 from __future__ import annotations
 
+import functools
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -277,6 +279,10 @@ def _evaluate(
 _FULL_COLUMNS = 4
 
 
+#: cofactor signs of a 2 x 2 inverse
+_SIGNS = np.array([[1.0, -1.0], [-1.0, 1.0]])
+
+
 @dataclass(frozen=True)
 class _Layout:
     """Where ``theta``'s entries go and where the gradient's come from, for one design
@@ -399,7 +405,7 @@ def _value_grad(
             if not (np.all(a > 0) and np.all(det > 0)):
                 raise np.linalg.LinAlgError("a level's block is not positive definite")
             logA = float(np.log(det).sum())
-            Ai = np.stack([d, -b, -b, a], axis=1).reshape(nl, 2, 2) / det[:, None, None]
+            Ai = A[:, ::-1, ::-1] * (_SIGNS / det[:, None, None])
         else:
             chol = np.linalg.cholesky(A)
             logA = 2.0 * float(np.log(np.diagonal(chol, axis1=1, axis2=2)).sum())
@@ -441,7 +447,7 @@ def _value_grad(
         Ge = np.array([[2.0 * Ge]])
     else:
         Ge = wsum * (ZtZL @ Ai).sum(axis=0)
-        Ge += np.tensordot(ZtZL @ C - ZtRT, CO, axes=([0, 2], [0, 2]))
+        Ge += np.einsum("lak,lbk->ab", ZtZL @ C - ZtRT, CO)
         Ge *= 2.0
     grad = np.zeros(len(theta))
     grad[lay.e_idx] = Ge.ravel()[lay.e_pos]
@@ -1012,7 +1018,6 @@ def refit_llf_batch(fit: GeneralFit, Y: np.ndarray, *, reml: bool | None = None)
     RtR[:, -1, -1] = np.einsum("bi,bi->b", Y, Y)
     terms = tuple(t.spec for t in fit._terms)
     lower = np.concatenate([[0.0 if i == j else -np.inf for i, j in t.entries()] for t in terms])
-    bounds = [(lo if np.isfinite(lo) else None, None) for lo in lower]
     opts = {"ftol": 1e-11, "gtol": 1e-7, "maxiter": 5000, "maxfun": 50000}
     start = np.maximum(fit._theta_scaled, lower)
     out = np.full(nb, np.nan)
@@ -1027,17 +1032,128 @@ def refit_llf_batch(fit: GeneralFit, Y: np.ndarray, *, reml: bool | None = None)
                 except (np.linalg.LinAlgError, FloatingPointError):
                     return np.inf, np.zeros_like(th)
 
-            res = minimize(f, start, jac=True, method="L-BFGS-B", bounds=bounds, options=opts)
+            res = _lbfgsb(f, start, lower, opts)
             best_x, best_f = np.asarray(res.x, dtype=float), float(res.fun)
             zero = (lower == 0) & (best_x < 1e-3)
             if zero.any() and np.isfinite(best_f):
                 x0 = best_x.copy()
                 x0[zero] = 0.1
-                res = minimize(f, x0, jac=True, method="L-BFGS-B", bounds=bounds, options=opts)
+                res = _lbfgsb(f, x0, lower, opts)
                 best_f = min(best_f, float(res.fun)) if res.fun < best_f - 1e-12 else best_f
             if np.isfinite(best_f):
                 out[b] = -best_f / 2
     return out
+
+
+class _Result(NamedTuple):
+    """What :func:`_lbfgsb` returns: scipy's ``OptimizeResult`` fields used here."""
+
+    x: np.ndarray
+    fun: float
+    status: int
+
+
+def _lbfgsb(
+    f: Callable[[np.ndarray], tuple[float, np.ndarray]],
+    x0: np.ndarray,
+    lower: np.ndarray,
+    opts: dict[str, float],
+) -> _Result:
+    """Minimise ``f`` (value and gradient) from ``x0`` over ``x >= lower`` (``-inf``: free) by
+    L-BFGS-B with ``opts`` (``ftol``, ``gtol``, ``maxiter``, ``maxfun``): what
+    ``scipy.optimize.minimize(f, x0, jac=True, method="L-BFGS-B", bounds=..., options=opts)``
+    returns, the same iterates (:func:`_setulb_driver_matches` checks it once per process),
+    driving scipy's L-BFGS-B routine directly without the wrapper objects, which cost about
+    as much per evaluation as a small model's deviance. With another scipy, ``minimize``."""
+    if _setulb_driver_matches():
+        return _lbfgsb_direct(f, x0, lower, opts)
+    return _scipy_lbfgsb(f, x0, lower, opts)
+
+
+def _lbfgsb_direct(
+    f: Callable[[np.ndarray], tuple[float, np.ndarray]],
+    x0: np.ndarray,
+    lower: np.ndarray,
+    opts: dict[str, float],
+) -> _Result:
+    """:func:`_lbfgsb` by scipy's private ``setulb`` (scipy >= 1.15's signature), driven as
+    ``scipy.optimize._lbfgsb_py._minimize_lbfgsb`` drives it (no callback; ``f`` evaluated
+    once per distinct point, the first time at the clipped ``x0``)."""
+    from scipy.optimize import _lbfgsb as lb
+
+    n, m, maxls = len(x0), 10, 20
+    finite = np.isfinite(lower)
+    low = np.where(finite, lower, 0.0)
+    nbd = finite.astype(np.int32)
+    x = np.clip(np.asarray(x0, dtype=np.float64).ravel(), lower, np.inf)
+    last = x.copy()
+    fx, gx = f(last.copy())
+    nfev = 1
+    fval: float | np.ndarray = np.array(0.0)
+    g = np.zeros(n)
+    wa = np.zeros(2 * m * n + 5 * n + 11 * m * m + 8 * m)
+    iwa = np.zeros(3 * n, dtype=np.int32)
+    task = np.zeros(2, dtype=np.int32)
+    ln_task = np.zeros(2, dtype=np.int32)
+    lsave = np.zeros(4, dtype=np.int32)
+    isave = np.zeros(44, dtype=np.int32)
+    dsave = np.zeros(29)
+    factr, pgtol = opts["ftol"] / np.finfo(float).eps, opts["gtol"]
+    it = 0
+    while True:
+        g = np.asarray(g, dtype=np.float64).copy()
+        lb.setulb(m, x, low, np.zeros(n), nbd, fval, g, factr, pgtol, wa, iwa, task, lsave,
+                  isave, dsave, maxls, ln_task)  # fmt: skip
+        if task[0] == 3:  # f and g at x
+            if not np.array_equal(x, last):
+                last = x.copy()
+                fx, gx = f(last.copy())
+                nfev += 1
+            fval, g = fx, np.atleast_1d(gx)
+        elif task[0] == 1:  # a new iteration
+            it += 1
+            if it >= opts["maxiter"]:
+                task[0], task[1] = 5, 504
+            elif nfev > opts["maxfun"]:
+                task[0], task[1] = 5, 502
+        else:
+            break
+    status = 0 if task[0] == 4 else (1 if nfev > opts["maxfun"] or it >= opts["maxiter"] else 2)
+    return _Result(x, float(fval), status)
+
+
+def _scipy_lbfgsb(
+    f: Callable[[np.ndarray], tuple[float, np.ndarray]],
+    x0: np.ndarray,
+    lower: np.ndarray,
+    opts: dict[str, float],
+) -> _Result:
+    """:func:`_lbfgsb` by ``scipy.optimize.minimize``."""
+    bounds = [(lo if np.isfinite(lo) else None, None) for lo in lower]
+    res = minimize(f, x0, jac=True, method="L-BFGS-B", bounds=bounds, options=opts)
+    return _Result(np.asarray(res.x, dtype=float), float(res.fun), int(res.status))
+
+
+@functools.cache
+def _setulb_driver_matches() -> bool:
+    """Return whether :func:`_lbfgsb`'s direct driver reproduces ``scipy.optimize.minimize``
+    exactly (iterates, value, status) on a small bounded problem with this scipy; False when
+    scipy's private routine has another signature."""
+    A = np.array([[3.0, 1.0, 0.2], [1.0, 2.0, 0.3], [0.2, 0.3, 1.0]])
+    b = np.array([1.0, -2.0, 0.5])
+
+    def f(x: np.ndarray) -> tuple[float, np.ndarray]:
+        r = A @ x - b
+        return float(r @ r + np.sin(x).sum()), 2.0 * A.T @ r + np.cos(x)
+
+    lower = np.array([0.0, -np.inf, 0.0])
+    opts = {"ftol": 1e-15, "gtol": 1e-10, "maxiter": 5000, "maxfun": 50000}
+    try:
+        ours = _lbfgsb_direct(f, np.ones(3), lower, opts)
+    except Exception:  # noqa: BLE001 (another scipy: its private routine differs)
+        return False
+    ref = _scipy_lbfgsb(f, np.ones(3), lower, opts)
+    return bool(np.array_equal(ours.x, ref.x) and ours.fun == ref.fun and ours.status == ref.status)
 
 
 def _fit_arrays(
@@ -1056,7 +1172,6 @@ def _fit_arrays(
     terms = tuple(t.spec for t in tdata)
     s = _Stats.of(y, X, tdata)
     lower = np.concatenate([[0.0 if i == j else -np.inf for i, j in t.entries()] for t in terms])
-    bounds = [(lo if np.isfinite(lo) else None, None) for lo in lower]
 
     def f(th: np.ndarray) -> tuple[float, np.ndarray]:
         try:
@@ -1073,7 +1188,7 @@ def _fit_arrays(
         starts += _starts(terms)
     with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
         for x0 in starts:
-            res = minimize(f, x0, jac=True, method="L-BFGS-B", bounds=bounds, options=opts)
+            res = _lbfgsb(f, x0, lower, opts)
             if res.fun < best_f - 1e-12:
                 best_x, best_f, ok = np.asarray(res.x, dtype=float), float(res.fun), res.status != 1
             if best_x is not None and ok:
@@ -1086,7 +1201,7 @@ def _fit_arrays(
         if zero.any():
             x0 = best_x.copy()
             x0[zero] = 0.1
-            res = minimize(f, x0, jac=True, method="L-BFGS-B", bounds=bounds, options=opts)
+            res = _lbfgsb(f, x0, lower, opts)
             if res.fun < best_f - 1e-12:
                 best_x, best_f = np.asarray(res.x, dtype=float), float(res.fun)
                 ok = res.status != 1
