@@ -15,9 +15,13 @@ How the deviance is evaluated: as in :mod:`nonolab.stats.lmm`, the factor with t
 (participants) is eliminated in closed form, here by one small ``q x q`` block per level
 (``q`` = its number of design columns), the others (puzzles) stay as one dense block, so an
 evaluation costs O(levels x m^2 + m^3) with m = (puzzle columns) + fixed effects + 1, and so
-does the exact gradient in ``theta`` that the optimiser uses (:func:`_batch_value_grad`, from
-the blocks of the inverse of lme4's augmented system; ``tests/stats/test_lmm_general.py``
-checks it against dense formulas and central differences). The df computations (Satterthwaite, Kenward-Roger) work with dense ``n x n`` matrices: exact
+does the exact gradient in ``theta`` that the optimiser uses (:func:`_value_grad` for one
+response, :func:`_batch_value_grad` for a stack of them, from the blocks of the inverse of
+lme4's augmented system; ``tests/stats/test_lmm_general.py`` and
+``tests/stats/test_lmm_general_fast_paths.py`` check them against dense formulas, each other
+and central differences). The optimiser is scipy's L-BFGS-B, driven directly
+(:func:`_lbfgsb`: the iterates of ``scipy.optimize.minimize``, without its per-evaluation
+wrappers). The df computations (Satterthwaite, Kenward-Roger) work with dense ``n x n`` matrices: exact
 and simple, and cheap for the study's few hundred attempts (O(n^3) per variance parameter).
 
 Random-effect design columns enter scaled to unit root mean square (no centring), a pure
@@ -921,7 +925,7 @@ def fit_general(
     Rows with a missing value in a formula, term or grouping column are dropped. The deviance
     (lme4's profiled REML, or ML with ``reml=False``) is minimised over ``theta`` (diagonal of
     ``Lambda`` >= 0, unit-RMS design columns) by L-BFGS-B with the exact gradient
-    (:func:`_batch_value_grad`) from lme4's start ``Lambda = I`` (then from 0.3 and 3 times it
+    (:func:`_value_grad`) from lme4's start ``Lambda = I`` (then from 0.3 and 3 times it
     only while no start has converged), then, if a diagonal entry ends below 1e-3, once more
     from the best point with those entries set to 0.1; the lowest deviance is kept. (With
     finite-difference gradients all three starts ran; on the study's 240 moderation and
@@ -990,12 +994,10 @@ def refit(
 def refit_llf_batch(fit: GeneralFit, Y: np.ndarray, *, reml: bool | None = None) -> np.ndarray:
     """Return the maximised REML (or ML with ``reml=False``) log-likelihoods of ``fit``'s model
     refitted to each response ``Y[b]`` (B x n, outcome units; same rows, design and random
-    terms), as :func:`refit` with ``warm=True`` would give them, computed for all responses at
-    once: the design's statistics are shared (only ``y``'s row and column of ``R'R`` and
-    ``Z'R`` change), and one L-BFGS-B run minimises the sum of the ``B`` deviances over the
-    stacked ``theta`` (a separable problem: its projected-gradient test, ``gtol`` 1e-7, holds
-    for every response) from ``fit``'s ``theta``, with exact gradients
-    (:func:`_batch_value_grad`). A response with a diagonal entry of ``Lambda`` below 1e-3 is
+    terms), as :func:`refit` with ``warm=True`` would give them: the design's statistics are
+    computed once and shared (only ``y``'s row and column of ``R'R`` and ``Z'R`` change per
+    response), and each response is refitted by L-BFGS-B (``ftol`` 1e-11, ``gtol`` 1e-7) from
+    ``fit``'s ``theta`` with exact gradients (:func:`_value_grad`). A response with a diagonal entry of ``Lambda`` below 1e-3 is
     restarted with those entries at 0.1 (as :func:`refit`) and keeps the lower deviance.
     Returns B log-likelihoods (lme4's scale; NaN where the deviance could not be evaluated).
     """
