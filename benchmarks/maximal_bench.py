@@ -147,9 +147,13 @@ def main(argv: list[str] | None = None) -> None:
         for rule in RULES:
             for name in (rule, f"{rule}_steps"):
                 new = pd.read_csv(outs["this"] / f"{name}.csv")
-                diffs[f"{name} vs results"] = compare(new, pd.read_csv(results / "tables" / f"{name}.csv"))
+                diffs[f"{name} vs results"] = compare(
+                    new, pd.read_csv(results / "tables" / f"{name}.csv")
+                )
                 if "baseline" in outs:
-                    diffs[f"{name} vs baseline"] = compare(new, pd.read_csv(outs["baseline"] / f"{name}.csv"))
+                    diffs[f"{name} vs baseline"] = compare(
+                        new, pd.read_csv(outs["baseline"] / f"{name}.csv")
+                    )
         record["diffs"] = diffs
     best = {k: {r: min(c[r] for c in v) for r in RULES} for k, v in record["cpu"].items()}
     record["best_cpu"] = best
@@ -162,7 +166,9 @@ def main(argv: list[str] | None = None) -> None:
             line += f" | ratio {best['baseline'][r] / best['this'][r]:.2f}"
         print(line + " |")
     for k, d in diffs.items():
-        print(f"{k}: max rel {d.get('max_rel')} ({d.get('worst')}), other cells differing {d.get('other')}")
+        print(
+            f"{k}: max rel {d.get('max_rel')} ({d.get('worst')}), other cells differing {d.get('other')}"
+        )
 
 
 if __name__ == "__main__":
