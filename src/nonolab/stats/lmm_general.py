@@ -15,9 +15,13 @@ How the deviance is evaluated: as in :mod:`nonolab.stats.lmm`, the factor with t
 (participants) is eliminated in closed form, here by one small ``q x q`` block per level
 (``q`` = its number of design columns), the others (puzzles) stay as one dense block, so an
 evaluation costs O(levels x m^2 + m^3) with m = (puzzle columns) + fixed effects + 1, and so
-does the exact gradient in ``theta`` that the optimiser uses (:func:`_batch_value_grad`, from
-the blocks of the inverse of lme4's augmented system; ``tests/stats/test_lmm_general.py``
-checks it against dense formulas and central differences). The df computations (Satterthwaite, Kenward-Roger) work with dense ``n x n`` matrices: exact
+does the exact gradient in ``theta`` that the optimiser uses (:func:`_value_grad` for one
+response, :func:`_batch_value_grad` for a stack of them, from the blocks of the inverse of
+lme4's augmented system; ``tests/stats/test_lmm_general.py`` and
+``tests/stats/test_lmm_general_fast_paths.py`` check them against dense formulas, each other
+and central differences). The optimiser is scipy's L-BFGS-B, driven directly
+(:func:`_lbfgsb`: the iterates of ``scipy.optimize.minimize``, without its per-evaluation
+wrappers). The df computations (Satterthwaite, Kenward-Roger) work with dense ``n x n`` matrices: exact
 and simple, and cheap for the study's few hundred attempts (O(n^3) per variance parameter).
 
 Random-effect design columns enter scaled to unit root mean square (no centring), a pure
@@ -28,14 +32,18 @@ singular-fit flag (:attr:`GeneralFit.singular`) independent of the covariate's u
 
 from __future__ import annotations
 
+import functools
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
 from scipy import sparse, stats
 from scipy.linalg import cho_factor, cho_solve
+from scipy.linalg.lapack import dpotrf as _potrf
+from scipy.linalg.lapack import dtrtri as _trtri
 from scipy.optimize import minimize
 
 from nonolab.stats.lmm import _codes, _formula_columns, _single_thread_blas, formula_design
@@ -160,6 +168,8 @@ class _Stats:
     max_rest_q: int = 1
     #: flat positions of every level's support pairs in an (m + 1) x (m + 1) matrix
     support_pairs: np.ndarray = field(default=None, repr=False)  # type: ignore[assignment]
+    #: index arrays of :func:`_value_grad` (built on first use, :meth:`layout`)
+    _layout: dict = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
     def of(cls, y: np.ndarray, X: np.ndarray, terms: Sequence[_Term]) -> _Stats:
@@ -202,6 +212,21 @@ class _Stats:
     @property
     def qr(self) -> int:
         return self.rest[-1][2] if self.rest else 0
+
+    def gather(self, ZtR: np.ndarray) -> np.ndarray:
+        """Return each level's ``Z_i'R`` on its own columns (levels x q x K; ``support``,
+        the pad column zero) from ``ZtR`` (levels x q x m)."""
+        nl, q, m = ZtR.shape
+        ZtRe = np.concatenate([ZtR, np.zeros((nl, q, 1))], axis=2)
+        return np.take_along_axis(
+            ZtRe, np.broadcast_to(self.support[:, None, :], (nl, q, self.support.shape[1])), 2
+        )
+
+    def layout(self) -> _Layout:
+        """Return the index arrays :func:`_value_grad` uses (computed once per design)."""
+        if "layout" not in self._layout:
+            self._layout["layout"] = _Layout.of(self)
+        return self._layout["layout"]
 
     def lams(self, theta: np.ndarray) -> list[np.ndarray]:
         """Return every term's ``Lambda`` (scaled units)."""
@@ -251,11 +276,211 @@ def _evaluate(
     return float(crit), beta, np.linalg.inv(XtWX), s2
 
 
+#: :func:`_value_grad` works in all ``m`` columns of ``R`` (dense products over the levels)
+#: while ``m`` is at most this multiple of the widest level's ``K`` columns, else on each
+#: level's own ``K`` columns (gathered and scattered back): ``levels x m^2`` flops in a few
+#: matrix products against ``levels x K^2`` element gathers, which cost about 25 times more each.
+_FULL_COLUMNS = 4
+
+
+#: cofactor signs of a 2 x 2 inverse
+_SIGNS = np.array([[1.0, -1.0], [-1.0, 1.0]])
+
+
+@dataclass(frozen=True)
+class _Layout:
+    """Where ``theta``'s entries go and where the gradient's come from, for one design
+    (:func:`_value_grad`): flat positions in the eliminated term's ``Lambda`` (``e_pos``, from
+    ``theta[e_idx]``) and in the ``(m + 1) x (m + 1)`` padded ``T`` (``t_pos`` from
+    ``theta[t_idx]``; ``t_base`` its identity part, zero in the pad); for the other terms'
+    gradient, the flat positions in ``F`` (qr x qr) of every within-level entry (``f_pos``) and
+    the ``theta`` index each sums into (``f_idx``); ``full``: work in all ``m`` columns
+    (:data:`_FULL_COLUMNS`); ``Zc``: the design's own ``Z'R`` in the columns used
+    (:meth:`columns`)."""
+
+    e_pos: np.ndarray
+    e_idx: np.ndarray
+    t_pos: np.ndarray
+    t_idx: np.ndarray
+    t_base: np.ndarray
+    f_pos: np.ndarray
+    f_idx: np.ndarray
+    full: bool
+    Zc: np.ndarray = field(default=None, repr=False)  # type: ignore[assignment]
+
+    @classmethod
+    def of(cls, s: _Stats) -> _Layout:
+        m = s.RtR.shape[0]
+        te = s.terms[s.e]
+        ent = te.spec.entries()
+        e_pos = np.array([i * te.q + j for i, j in ent], dtype=np.intp)
+        e_idx = s.offsets[s.e] + np.arange(len(ent))
+        t_pos, t_idx, f_pos, f_idx = [], [], [], []
+        qr = s.qr
+        for k, a, _ in s.rest:
+            t = s.terms[k]
+            for v, (i, j) in enumerate(t.spec.entries()):
+                rows = a + np.arange(t.n_levels) * t.q
+                t_pos.append((rows + i) * (m + 1) + rows + j)
+                t_idx.append(np.full(t.n_levels, s.offsets[k] + v))
+                f_pos.append((rows + i) * qr + rows + j)
+                f_idx.append(np.full(t.n_levels, s.offsets[k] + v))
+        base = np.eye(m + 1)
+        base[m, m] = 0.0
+
+        def cat(x: list[np.ndarray]) -> np.ndarray:
+            return np.concatenate(x).astype(np.intp) if x else np.zeros(0, dtype=np.intp)
+
+        full = m <= _FULL_COLUMNS * s.support.shape[1]
+        lay = cls(e_pos, e_idx, cat(t_pos), cat(t_idx), base, cat(f_pos), cat(f_idx), full)
+        object.__setattr__(lay, "Zc", lay.columns(s, s.ZtR))
+        return lay
+
+    def columns(self, s: _Stats, ZtR: np.ndarray) -> np.ndarray:
+        """Return ``ZtR`` (levels x q x m) in the columns :func:`_value_grad` works in: itself
+        when ``full``, else :meth:`_Stats.gather`."""
+        return ZtR if self.full else s.gather(ZtR)
+
+
+def _value_grad(
+    theta: np.ndarray,
+    s: _Stats,
+    reml: bool,
+    Zc: np.ndarray | None = None,
+    RtR: np.ndarray | None = None,
+) -> tuple[float, np.ndarray]:
+    """Return lme4's profiled REML (or ML) deviance at ``theta`` and its exact gradient for
+    one response: :func:`_batch_value_grad` with ``B = 1``, the same formulas with fewer
+    array operations. ``Zc``: the response's ``Z'R`` in the columns used
+    (:meth:`_Layout.columns`), ``RtR`` its ``R'R`` (default: the design's own).
+
+    Two rearrangements of :func:`_batch_value_grad`'s sums (exact in real arithmetic): the
+    gradient is linear in the inverse blocks ``Oi`` of the truncations, so their weighted sum
+    is formed once, ``sum_s w_s Oi_s = Li' diag(c) Li`` with ``Li`` the inverse Cholesky
+    factor of ``Omega`` and ``c_t`` the total weight of the truncations longer than ``t``;
+    and the eliminated factor's ``F_ll`` terms combine as ``(ZtZ_l Le C_l - Z_l'R T) (C_l
+    Oi)'``. ``T`` (and so ``T' R'R T``) is a scaling when every other term has one column.
+    With few columns (:data:`_FULL_COLUMNS`) every per-level product runs over all ``m``
+    columns as one matrix product (the sums over levels become products of the stacked
+    ``levels * q`` rows); else on each level's own columns, as :func:`_batch_value_grad`.
+    """
+    lay = s.layout()
+    Zc = lay.Zc if Zc is None else Zc
+    RtR = s.RtR if RtR is None else RtR
+    full = lay.full
+    m = RtR.shape[0]
+    te = s.terms[s.e]
+    q, qr, p = te.q, s.qr, s.p
+    nl, K = Zc.shape[0], Zc.shape[2]
+    Le = np.zeros(q * q)
+    Le[lay.e_pos] = theta[lay.e_idx]
+    Le = Le.reshape(q, q)
+    Te = lay.t_base.copy()
+    Te.flat[lay.t_pos] = theta[lay.t_idx]
+    pairs = s.support_pairs
+    if s.max_rest_q == 1:  # T is diagonal: a scaling of the columns
+        td = np.diagonal(Te)
+        ZtRT = Zc * (td[:m] if full else td[s.support][:, None, :])
+        tm = td[:m]
+        RtRT = RtR * tm[None, :]
+        Omega = tm[:, None] * RtRT
+    else:
+        T = Te[:m, :m]
+        if full:
+            ZtRT = (Zc.reshape(nl * q, m) @ T).reshape(nl, q, m)
+        else:
+            ZtRT = Zc @ Te.flat[pairs].reshape(nl, K, K)
+        RtRT = RtR @ T
+        Omega = T.T @ RtRT
+    if q == 1:
+        le = Le[0, 0]
+        ZtZL = s.ZtZ * le
+        A = 1.0 + le * ZtZL
+        logA = float(np.log(A).sum())
+        Ai = 1.0 / A
+        Bm = le * ZtRT
+        C = Ai * Bm
+    else:
+        ZtZL = s.ZtZ @ Le
+        A = Le.T @ ZtZL + np.eye(q)
+        if q == 2:  # closed form: A_l is positive definite iff a > 0 and det > 0
+            a, b, d = A[:, 0, 0], A[:, 1, 0], A[:, 1, 1]
+            det = a * d - b * b
+            if not (np.all(a > 0) and np.all(det > 0)):
+                raise np.linalg.LinAlgError("a level's block is not positive definite")
+            logA = float(np.log(det).sum())
+            Ai = A[:, ::-1, ::-1] * (_SIGNS / det[:, None, None])
+        else:
+            chol = np.linalg.cholesky(A)
+            logA = 2.0 * float(np.log(np.diagonal(chol, axis1=1, axis2=2)).sum())
+            Ai = np.linalg.inv(A)
+        Bm = Le.T @ ZtRT
+        C = Ai @ Bm
+    if full:  # sum over levels of Bm_l' C_l
+        Omega -= Bm.reshape(nl * q, m).T @ C.reshape(nl * q, m)
+    else:
+        BtC = Bm.transpose(0, 2, 1) * C if q == 1 else Bm.transpose(0, 2, 1) @ C
+        size = (m + 1) * (m + 1)
+        Omega -= np.bincount(pairs, BtC.reshape(-1), minlength=size).reshape(m + 1, m + 1)[:m, :m]
+    Omega.flat[: qr * (m + 1) : m + 1] += 1.0
+    Omega = (Omega + Omega.T) / 2
+    dfr = s.n - p if reml else s.n
+    sizes = (qr + p, m) if reml else (qr, qr + p, m)
+    coefs = (1.0 - dfr, float(dfr)) if reml else (1.0, -float(dfr), float(dfr))
+    Lo, info = _potrf(Omega, lower=1)
+    if info:
+        raise np.linalg.LinAlgError("Omega is not positive definite")
+    cum = np.concatenate([[0.0], np.cumsum(2.0 * np.log(np.diagonal(Lo)))])
+    logdets = [logA + float(cum[ms]) for ms in sizes]
+    c = np.zeros(m)
+    for ms, w in zip(sizes, coefs, strict=True):
+        c[:ms] += w
+    wsum = float(sum(coefs))
+    Li, info = _trtri(Lo, lower=1)
+    if info:
+        raise np.linalg.LinAlgError("singular Cholesky factor")
+    Ow = Li.T @ (c[:, None] * Li)  # sum over truncations of w_s Oi_s (zero-padded)
+    if full:
+        CO = (C.reshape(nl * q, m) @ Ow).reshape(nl, q, m)
+    else:
+        Oe = np.zeros((m + 1, m + 1))
+        Oe[:m, :m] = Ow
+        CO = C @ Oe.flat[pairs].reshape(nl, K, K)  # levels x q x K
+    if q == 1:
+        Ge = wsum * float((ZtZL * Ai).sum()) + float(((ZtZL * C - ZtRT) * CO).sum())
+        Ge = np.array([[2.0 * Ge]])
+    else:
+        Ge = wsum * (ZtZL @ Ai).sum(axis=0)
+        Ge += np.einsum("lak,lbk->ab", ZtZL @ C - ZtRT, CO)
+        Ge *= 2.0
+    grad = np.zeros(len(theta))
+    grad[lay.e_idx] = Ge.ravel()[lay.e_pos]
+    if qr:
+        # other factors: F = (R'R T)[:qr] Ow[:, :qr] - sum_l Z_l'R' Le C_l Oi (within-block
+        # entries only: entry (r, r - d) of a level's columns, d < the largest block)
+        F = RtRT[:qr] @ Ow[:, :qr]
+        Wb = Le[0, 0] * CO if q == 1 else Le @ CO
+        if full:
+            F -= Zc.reshape(nl * q, m)[:, :qr].T @ Wb.reshape(nl * q, m)[:, :qr]
+        else:
+            rows = np.arange(qr)
+            for d in range(s.max_rest_q):
+                band = np.einsum("lac,lac->lc", Zc[..., d:], Wb[..., : K - d])
+                sums = np.bincount(s.support[:, d:].ravel(), band.ravel(), minlength=m + 1)
+                F[rows[d:], rows[d:] - d] -= sums[d:qr]
+        grad += 2.0 * np.bincount(lay.f_idx, F.ravel()[lay.f_pos], minlength=len(theta))
+    ld_x, ld = logdets[-2], logdets[-1]
+    rss = np.exp(ld - ld_x)
+    crit = (ld_x if reml else logdets[0]) + dfr * (1.0 + np.log(2.0 * np.pi * rss / dfr))
+    if not rss > 0:
+        raise FloatingPointError("non-positive residual sum of squares")
+    return float(crit), grad
+
+
 def _schur_value_grad(theta: np.ndarray, s: _Stats, reml: bool) -> tuple[float, np.ndarray]:
     """Return lme4's profiled REML (or ML) deviance at ``theta`` and its exact gradient
-    (:func:`_batch_value_grad` for one response)."""
-    crit, grad = _batch_value_grad(theta[None, :], s, s.ZtR[None], s.RtR[None], reml)
-    return float(crit[0]), grad[0]
+    (:func:`_value_grad` on the design's own response)."""
+    return _value_grad(theta, s, reml)
 
 
 def _batch_value_grad(
@@ -413,6 +638,8 @@ class GeneralFit:
     _y: np.ndarray = field(default=None, repr=False, compare=False)  # type: ignore[assignment]
     _terms: tuple[_Term, ...] = field(default=(), repr=False, compare=False)
     _theta_scaled: np.ndarray = field(default=None, repr=False, compare=False)  # type: ignore[assignment]
+    #: the dense pieces of the df computations, built once (:meth:`_dense`)
+    _cache: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
     @property
     def structure(self) -> str:
@@ -442,6 +669,13 @@ class GeneralFit:
             pos += t.spec.n_theta()
         return out
 
+    def _dense(self) -> _Dense:
+        """Return the fit's :class:`_Dense` pieces (built on first use, then shared by
+        :meth:`satterthwaite` and :meth:`kenward_roger`)."""
+        if "dense" not in self._cache:
+            self._cache["dense"] = _Dense.of(self)
+        return self._cache["dense"]
+
     @_single_thread_blas
     def satterthwaite(self, c: Sequence[float] | str) -> TTest:
         """Return the Satterthwaite t test of contrast ``c`` as lmerTest computes it.
@@ -455,7 +689,7 @@ class GeneralFit:
         parametrisation; at a boundary they are lmerTest's by construction.
         """
         cv = self.contrast(c)
-        d = _Dense.of(self)
+        d = self._dense()
         phi = d.Phi
         k = d.k
         Vi = [d.dV(i) for i in range(k)]
@@ -493,7 +727,7 @@ class GeneralFit:
         if not self.reml:
             raise ValueError("Kenward-Roger needs a REML fit")
         cv = self.contrast(c)
-        d = _Dense.of(self)
+        d = self._dense()
         Phi, X, Si = d.Phi, self._X, d.Vinv
         G = d.linear_G()
         ng = len(G)
@@ -691,7 +925,7 @@ def fit_general(
     Rows with a missing value in a formula, term or grouping column are dropped. The deviance
     (lme4's profiled REML, or ML with ``reml=False``) is minimised over ``theta`` (diagonal of
     ``Lambda`` >= 0, unit-RMS design columns) by L-BFGS-B with the exact gradient
-    (:func:`_batch_value_grad`) from lme4's start ``Lambda = I`` (then from 0.3 and 3 times it
+    (:func:`_value_grad`) from lme4's start ``Lambda = I`` (then from 0.3 and 3 times it
     only while no start has converged), then, if a diagonal entry ends below 1e-3, once more
     from the best point with those entries set to 0.1; the lowest deviance is kept. (With
     finite-difference gradients all three starts ran; on the study's 240 moderation and
@@ -760,12 +994,10 @@ def refit(
 def refit_llf_batch(fit: GeneralFit, Y: np.ndarray, *, reml: bool | None = None) -> np.ndarray:
     """Return the maximised REML (or ML with ``reml=False``) log-likelihoods of ``fit``'s model
     refitted to each response ``Y[b]`` (B x n, outcome units; same rows, design and random
-    terms), as :func:`refit` with ``warm=True`` would give them, computed for all responses at
-    once: the design's statistics are shared (only ``y``'s row and column of ``R'R`` and
-    ``Z'R`` change), and one L-BFGS-B run minimises the sum of the ``B`` deviances over the
-    stacked ``theta`` (a separable problem: its projected-gradient test, ``gtol`` 1e-7, holds
-    for every response) from ``fit``'s ``theta``, with exact gradients
-    (:func:`_batch_value_grad`). A response with a diagonal entry of ``Lambda`` below 1e-3 is
+    terms), as :func:`refit` with ``warm=True`` would give them: the design's statistics are
+    computed once and shared (only ``y``'s row and column of ``R'R`` and ``Z'R`` change per
+    response), and each response is refitted by L-BFGS-B (``ftol`` 1e-11, ``gtol`` 1e-7) from
+    ``fit``'s ``theta`` with exact gradients (:func:`_value_grad`). A response with a diagonal entry of ``Lambda`` below 1e-3 is
     restarted with those entries at 0.1 (as :func:`refit`) and keeps the lower deviance.
     Returns B log-likelihoods (lme4's scale; NaN where the deviance could not be evaluated).
     """
@@ -788,32 +1020,142 @@ def refit_llf_batch(fit: GeneralFit, Y: np.ndarray, *, reml: bool | None = None)
     RtR[:, -1, -1] = np.einsum("bi,bi->b", Y, Y)
     terms = tuple(t.spec for t in fit._terms)
     lower = np.concatenate([[0.0 if i == j else -np.inf for i, j in t.entries()] for t in terms])
-    bounds = [(lo if np.isfinite(lo) else None, None) for lo in lower]
     opts = {"ftol": 1e-11, "gtol": 1e-7, "maxiter": 5000, "maxfun": 50000}
     start = np.maximum(fit._theta_scaled, lower)
     out = np.full(nb, np.nan)
+    lay = s.layout()
     with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
         for b in range(nb):
-            zr, rr = ZtR[b : b + 1], RtR[b : b + 1]
+            zr, rr = lay.columns(s, ZtR[b]), RtR[b]
 
             def f(th: np.ndarray, zr: np.ndarray = zr, rr: np.ndarray = rr) -> tuple:
                 try:
-                    crit, grad = _batch_value_grad(th[None, :], s, zr, rr, reml)
+                    return _value_grad(th, s, reml, zr, rr)
                 except (np.linalg.LinAlgError, FloatingPointError):
                     return np.inf, np.zeros_like(th)
-                return float(crit[0]), grad[0]
 
-            res = minimize(f, start, jac=True, method="L-BFGS-B", bounds=bounds, options=opts)
+            res = _lbfgsb(f, start, lower, opts)
             best_x, best_f = np.asarray(res.x, dtype=float), float(res.fun)
             zero = (lower == 0) & (best_x < 1e-3)
             if zero.any() and np.isfinite(best_f):
                 x0 = best_x.copy()
                 x0[zero] = 0.1
-                res = minimize(f, x0, jac=True, method="L-BFGS-B", bounds=bounds, options=opts)
+                res = _lbfgsb(f, x0, lower, opts)
                 best_f = min(best_f, float(res.fun)) if res.fun < best_f - 1e-12 else best_f
             if np.isfinite(best_f):
                 out[b] = -best_f / 2
     return out
+
+
+class _Result(NamedTuple):
+    """What :func:`_lbfgsb` returns: scipy's ``OptimizeResult`` fields used here."""
+
+    x: np.ndarray
+    fun: float
+    status: int
+
+
+def _lbfgsb(
+    f: Callable[[np.ndarray], tuple[float, np.ndarray]],
+    x0: np.ndarray,
+    lower: np.ndarray,
+    opts: dict[str, float],
+) -> _Result:
+    """Minimise ``f`` (value and gradient) from ``x0`` over ``x >= lower`` (``-inf``: free) by
+    L-BFGS-B with ``opts`` (``ftol``, ``gtol``, ``maxiter``, ``maxfun``): what
+    ``scipy.optimize.minimize(f, x0, jac=True, method="L-BFGS-B", bounds=..., options=opts)``
+    returns, the same iterates (:func:`_setulb_driver_matches` checks it once per process),
+    driving scipy's L-BFGS-B routine directly without the wrapper objects, which cost about
+    as much per evaluation as a small model's deviance. With another scipy, ``minimize``."""
+    if _setulb_driver_matches():
+        return _lbfgsb_direct(f, x0, lower, opts)
+    return _scipy_lbfgsb(f, x0, lower, opts)
+
+
+def _lbfgsb_direct(
+    f: Callable[[np.ndarray], tuple[float, np.ndarray]],
+    x0: np.ndarray,
+    lower: np.ndarray,
+    opts: dict[str, float],
+) -> _Result:
+    """:func:`_lbfgsb` by scipy's private ``setulb`` (scipy >= 1.15's signature), driven as
+    ``scipy.optimize._lbfgsb_py._minimize_lbfgsb`` drives it (no callback; ``f`` evaluated
+    once per distinct point, the first time at the clipped ``x0``)."""
+    from scipy.optimize import _lbfgsb as lb
+
+    n, m, maxls = len(x0), 10, 20
+    finite = np.isfinite(lower)
+    low = np.where(finite, lower, 0.0)
+    nbd = finite.astype(np.int32)
+    x = np.clip(np.asarray(x0, dtype=np.float64).ravel(), lower, np.inf)
+    last = x.copy()
+    fx, gx = f(last.copy())
+    nfev = 1
+    fval: float | np.ndarray = np.array(0.0)
+    g = np.zeros(n)
+    wa = np.zeros(2 * m * n + 5 * n + 11 * m * m + 8 * m)
+    iwa = np.zeros(3 * n, dtype=np.int32)
+    task = np.zeros(2, dtype=np.int32)
+    ln_task = np.zeros(2, dtype=np.int32)
+    lsave = np.zeros(4, dtype=np.int32)
+    isave = np.zeros(44, dtype=np.int32)
+    dsave = np.zeros(29)
+    factr, pgtol = opts["ftol"] / np.finfo(float).eps, opts["gtol"]
+    it = 0
+    while True:
+        g = np.asarray(g, dtype=np.float64).copy()
+        lb.setulb(m, x, low, np.zeros(n), nbd, fval, g, factr, pgtol, wa, iwa, task, lsave,
+                  isave, dsave, maxls, ln_task)  # fmt: skip
+        if task[0] == 3:  # f and g at x
+            if not np.array_equal(x, last):
+                last = x.copy()
+                fx, gx = f(last.copy())
+                nfev += 1
+            fval, g = fx, np.atleast_1d(gx)
+        elif task[0] == 1:  # a new iteration
+            it += 1
+            if it >= opts["maxiter"]:
+                task[0], task[1] = 5, 504
+            elif nfev > opts["maxfun"]:
+                task[0], task[1] = 5, 502
+        else:
+            break
+    status = 0 if task[0] == 4 else (1 if nfev > opts["maxfun"] or it >= opts["maxiter"] else 2)
+    return _Result(x, float(fval), status)
+
+
+def _scipy_lbfgsb(
+    f: Callable[[np.ndarray], tuple[float, np.ndarray]],
+    x0: np.ndarray,
+    lower: np.ndarray,
+    opts: dict[str, float],
+) -> _Result:
+    """:func:`_lbfgsb` by ``scipy.optimize.minimize``."""
+    bounds = [(lo if np.isfinite(lo) else None, None) for lo in lower]
+    res = minimize(f, x0, jac=True, method="L-BFGS-B", bounds=bounds, options=opts)
+    return _Result(np.asarray(res.x, dtype=float), float(res.fun), int(res.status))
+
+
+@functools.cache
+def _setulb_driver_matches() -> bool:
+    """Return whether :func:`_lbfgsb`'s direct driver reproduces ``scipy.optimize.minimize``
+    exactly (iterates, value, status) on a small bounded problem with this scipy; False when
+    scipy's private routine has another signature."""
+    A = np.array([[3.0, 1.0, 0.2], [1.0, 2.0, 0.3], [0.2, 0.3, 1.0]])
+    b = np.array([1.0, -2.0, 0.5])
+
+    def f(x: np.ndarray) -> tuple[float, np.ndarray]:
+        r = A @ x - b
+        return float(r @ r + np.sin(x).sum()), 2.0 * A.T @ r + np.cos(x)
+
+    lower = np.array([0.0, -np.inf, 0.0])
+    opts = {"ftol": 1e-15, "gtol": 1e-10, "maxiter": 5000, "maxfun": 50000}
+    try:
+        ours = _lbfgsb_direct(f, np.ones(3), lower, opts)
+    except Exception:  # noqa: BLE001 (another scipy: its private routine differs)
+        return False
+    ref = _scipy_lbfgsb(f, np.ones(3), lower, opts)
+    return bool(np.array_equal(ours.x, ref.x) and ours.fun == ref.fun and ours.status == ref.status)
 
 
 def _fit_arrays(
@@ -832,7 +1174,6 @@ def _fit_arrays(
     terms = tuple(t.spec for t in tdata)
     s = _Stats.of(y, X, tdata)
     lower = np.concatenate([[0.0 if i == j else -np.inf for i, j in t.entries()] for t in terms])
-    bounds = [(lo if np.isfinite(lo) else None, None) for lo in lower]
 
     def f(th: np.ndarray) -> tuple[float, np.ndarray]:
         try:
@@ -849,7 +1190,7 @@ def _fit_arrays(
         starts += _starts(terms)
     with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
         for x0 in starts:
-            res = minimize(f, x0, jac=True, method="L-BFGS-B", bounds=bounds, options=opts)
+            res = _lbfgsb(f, x0, lower, opts)
             if res.fun < best_f - 1e-12:
                 best_x, best_f, ok = np.asarray(res.x, dtype=float), float(res.fun), res.status != 1
             if best_x is not None and ok:
@@ -862,7 +1203,7 @@ def _fit_arrays(
         if zero.any():
             x0 = best_x.copy()
             x0[zero] = 0.1
-            res = minimize(f, x0, jac=True, method="L-BFGS-B", bounds=bounds, options=opts)
+            res = _lbfgsb(f, x0, lower, opts)
             if res.fun < best_f - 1e-12:
                 best_x, best_f = np.asarray(res.x, dtype=float), float(res.fun)
                 ok = res.status != 1

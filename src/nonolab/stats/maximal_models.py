@@ -32,7 +32,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from nonolab.stats.lmm import PARTICIPANT, PUZZLE
+from nonolab.stats.lmm import PARTICIPANT, PUZZLE, _formula_columns
 from nonolab.stats.lmm_general import (
     GeneralFit,
     RandomTerm,
@@ -149,7 +149,7 @@ def term_tests(
     sat = fit.satterthwaite(term)
     kr = fit.kenward_roger(term)
     full_ml = refit(fit, fit._y, reml=False, warm=False, precise=True)
-    null_ml = fit_general(data, null_formula, fit.terms, reml=False, start=full_ml)
+    null_ml = _null_ml(data, full_ml, term, null_formula)
     if null_ml.n != full_ml.n:
         raise ValueError("term_tests: the null model uses other rows than the full model")
     chi2 = max(2.0 * (full_ml.llf - null_ml.llf), 0.0)
@@ -182,6 +182,31 @@ def term_tests(
         "boundary": ", ".join(fit.boundary_terms()),
     }
     return out
+
+
+def _null_ml(data: pd.DataFrame, full_ml: GeneralFit, term: str, null_formula: str) -> GeneralFit:
+    """Return the ML fit of ``null_formula`` with ``full_ml``'s random terms, started from
+    ``full_ml``'s optimum: :func:`fit_general` on ``data``, or, when ``null_formula`` is
+    ``full_ml``'s formula without ``term`` (same response, every other term kept, each one
+    design column) and keeps the same rows, the same fit from ``full_ml``'s design without
+    ``term``'s column (the design the formula would build, without building it again)."""
+    from patsy import ModelDesc
+
+    def names(formula: str) -> tuple[list[str], list[str]]:
+        desc = ModelDesc.from_formula(formula)
+        return [t.name() for t in desc.lhs_termlist], [t.name() for t in desc.rhs_termlist]
+
+    (lhs, rhs), (lhs0, rhs0) = names(full_ml.formula), names(null_formula)
+    cols = list(full_ml.params.index)
+    if lhs == lhs0 and rhs == cols and term in cols and rhs0 == [c for c in cols if c != term]:
+        used = _formula_columns(null_formula, data)
+        used += [c for t in full_ml.terms for c in (*t.columns, t.group) if c != "1"]
+        if len(data.dropna(subset=list(dict.fromkeys(used)))) == full_ml.n:
+            keep = [i for i, c in enumerate(cols) if c != term]
+            return refit(
+                full_ml, full_ml._y, X=full_ml._X[:, keep], names=rhs0, warm=False, precise=True
+            )
+    return fit_general(data, null_formula, full_ml.terms, reml=False, start=full_ml)
 
 
 #: Columns of :func:`term_tests` that are missing (NaN) for a structure that could not be fitted.
