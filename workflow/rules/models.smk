@@ -156,7 +156,7 @@ rule moderation_raw:
 # The models a reviewer asks for: the maximal random-effects structure the design supports,
 # reduced by a fixed rule when singular (nonolab.stats.maximal_models), Satterthwaite and
 # Kenward-Roger df, LRT and its parametric bootstrap (`models.maximal_bootstrap` draws, else
-# `models.bootstrap`; about 1.5 s of CPU per 100 draws on the public study), BH-FDR over the
+# `models.bootstrap`; about 0.5 s of CPU per 100 draws of one test on the public study), BH-FDR over the
 # metrics. Main table: the paper's raw metric scale; the steps table adds nonolab's transform.
 rule moderation_maximal:
     input:
