@@ -1640,3 +1640,58 @@ def _order_rows(
             }
         )
     return rows
+
+
+def order_check(
+    gaps_s: Sequence[float] | np.ndarray,
+    *,
+    n_orders: int,
+    seed: int,
+    components: int = 3,
+    n_init: int = 10,
+    random_state: int = 42,
+    converged: dict | None = None,
+    why_not: str | None = None,
+) -> tuple[list[dict], dict]:
+    """Run the data-order check (:func:`order_dependence`, same keyword arguments) of the pause
+    fits on the gaps ``gaps_s`` (seconds, in the order they are read in) unless it cannot or
+    should not run, and return ``(rows, record)``.
+
+    ``rows``: those of :func:`order_dependence` (empty when not run). ``record`` (the JSON of
+    ``results/pauses/order_dependence.json`` without provenance): ``run`` True and
+    ``order_dependence`` (its summary), or ``run`` False and ``why``: ``why_not`` when given
+    (e.g. the study's preset names no published fit), else no orders asked for (``n_orders``
+    0), no gaps, or too few positive gaps for a ``components``-mixture (fewer than 10 per
+    component, as :func:`fit_pause_model` requires). Never raises for a valid study."""
+    gaps = np.asarray(gaps_s, dtype=float)
+    n_pos = int((gaps > 0).sum())
+    why = why_not
+    if why is None and int(n_orders) <= 0:
+        why = "pauses.order_check.n_orders is 0"
+    if why is None and n_pos < 10 * int(components):
+        why = (
+            f"only {n_pos} positive gaps: too few for a {int(components)}-component mixture "
+            f"(at least {10 * int(components)})"
+        )
+    if why is not None:
+        return [], {"run": False, "why": why}
+    rows, summary = order_dependence(
+        gaps,
+        n_orders=int(n_orders),
+        seed=int(seed),
+        components=components,
+        n_init=n_init,
+        random_state=random_state,
+        converged=converged,
+    )
+    return rows, {"run": True, "order_dependence": summary}
+
+
+def order_check_summary(record: Mapping | None) -> dict | None:
+    """Return the summary of :func:`order_dependence` held by a data-order check record
+    (:func:`order_check`, ``results/pauses/order_dependence.json``): the ``order_dependence``
+    value, as ``threshold.json`` held it before the check had its own rule; None when the
+    record is None or says the check did not run."""
+    if not record or not record.get("run"):
+        return None
+    return dict(record.get("order_dependence") or {}) or None
