@@ -4,9 +4,9 @@ workflow's settings (rule ``pauses``) and the data-order check (``order_check``,
 the same run, for a baseline source tree (``--baseline-src DIR``: e.g. ``git archive <commit>
 src | tar -x -C DIR``), each in a child process. Writes a JSON result (wall and CPU seconds of
 each part, crossings, ranges, the largest relative difference of the order check's crossings
-between the two trees) to ``--out``. Children run with one BLAS thread (``OMP_NUM_THREADS=1``)
-unless ``--workflow-threads`` (the environment as the workflow's jobs get it; the library's own
-thread limits apply).
+between the two trees) to ``--out``. Children run with one BLAS thread (``OMP_NUM_THREADS=1``,
+as Snakemake runs a rule with ``threads: 1``) unless ``--free-threads`` (the environment left
+as it is, as a direct library call gets it; the library's own thread limits apply).
 
     python benchmarks/pauses_bench.py --study ../shared/study-data --baseline-src /tmp/base/src \
         --out benchmarks/results/pauses_bench.json
@@ -88,15 +88,15 @@ def main() -> None:
     ap.add_argument("--study", required=True)
     ap.add_argument("--baseline-src", type=Path)
     ap.add_argument("--out", type=Path, required=True)
-    ap.add_argument("--workflow-threads", action="store_true")
+    ap.add_argument("--free-threads", action="store_true")
     a = ap.parse_args()
     res = {"date": time.strftime("%Y-%m-%d"), "load_before": os.getloadavg()[0]}
-    res["blas_threads"] = "as the workflow" if a.workflow_threads else "1 (OMP_NUM_THREADS)"
+    res["blas_threads"] = "environment as it is" if a.free_threads else "1 (OMP_NUM_THREADS)"
     with tempfile.TemporaryDirectory() as tmp:
         mine, theirs = Path(tmp) / "current.json", Path(tmp) / "baseline.json"
-        res["current"] = run(REPO / "src", a.study, mine, not a.workflow_threads)
+        res["current"] = run(REPO / "src", a.study, mine, not a.free_threads)
         if a.baseline_src:
-            res["baseline"] = run(a.baseline_src, a.study, theirs, not a.workflow_threads)
+            res["baseline"] = run(a.baseline_src, a.study, theirs, not a.free_threads)
             res["ratio_total"] = res["baseline"]["total_s"] / res["current"]["total_s"]
             b, c = res["baseline"], res["current"]
             res["ratio_cpu"] = (b["threshold_cpu_s"] + b["order_check_cpu_s"]) / (
