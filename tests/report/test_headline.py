@@ -164,3 +164,30 @@ def test_no_errata_rows_no_summary(tmp_path):
     (tmp_path / "tables").mkdir()
     pd.DataFrame(columns=ERRATA_COLUMNS).to_csv(tmp_path / "tables" / "errata.csv", index=False)
     assert headline.errata_sentences(tmp_path) == []
+
+
+def test_pause_sentences_read_the_order_check_from_its_own_record(tmp_path):
+    """The data-order sentences come from pauses/order_dependence.json (rule pause_order), not
+    from threshold.json; a check that did not run says nothing about the order."""
+    (tmp_path / "pauses").mkdir()
+    rec = {"threshold_used_s": 2.36, "n_gaps": 500, "weights": [0.3, 0.7]}
+    (tmp_path / "pauses" / "threshold.json").write_text(json.dumps(rec))
+    summary = {
+        "n_orders": 20,
+        "published_settings": {
+            "crossing_s": {"input_order": 2.356, "min": 2.3494, "max": 2.38},
+        },
+        "converged": {"crossing_s": {"input_order": 1.5174, "min": 1.5174, "max": 1.5174}},
+    }
+    order = tmp_path / "pauses" / "order_dependence.json"
+    assert not any("Data order" in s for s in headline.pause_sentences(tmp_path))
+    order.write_text(json.dumps({"run": True, "order_dependence": summary, "provenance": {}}))
+    said = [s for s in headline.pause_sentences(tmp_path) if s.startswith("Data order")]
+    assert said == [
+        "Data order: over 20 random orders of the same gaps the converged fit's crossing stays "
+        "at 1.517 s (file order: 1.517 s).",
+        "Data order: over 20 random orders of the same gaps the published-settings fit's "
+        "crossing ranges from 2.349 to 2.38 s (file order: 2.356 s).",
+    ]
+    order.write_text(json.dumps({"run": False, "why": "no published fit", "provenance": {}}))
+    assert not any("Data order" in s for s in headline.pause_sentences(tmp_path))

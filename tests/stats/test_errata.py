@@ -4,6 +4,7 @@ empty table of a study without published files (the example study, through Snake
 from __future__ import annotations
 
 import io
+import json
 
 import numpy as np
 import pandas as pd
@@ -444,6 +445,37 @@ def test_pause_rows_not_reproducible_when_the_order_moves_the_published_number()
     )
     assert "give 2.353 to 2.357 over 20 random orders" in rows["pause threshold (s)"]["evidence"]
     assert {r["change_category"] for r in rows.values()} == {"estimate"}
+
+
+@pytest.mark.parametrize("ran", [True, False])
+def test_study_errata_reads_the_order_check_from_its_own_record(tmp_path, ran):
+    """The workflow's errata rule gives threshold.json (no ``order_dependence``) and the
+    pause_order rule's record (``order_check``): the rows are those of the record that holds the
+    summary (check ran), or of the record without it (check not run), whatever threshold.json
+    says about the order."""
+    whole = _pause_record(True)
+    summary = whole.pop("order_dependence")
+    stale = whole | {"order_dependence": {"n_orders": 99}}  # ignored: the check's record wins
+    (tmp_path / "threshold.json").write_text(json.dumps(stale if not ran else whole))
+    record = {"run": True, "order_dependence": summary} if ran else {"run": False, "why": "w"}
+    (tmp_path / "order.json").write_text(json.dumps(record | {"provenance": {}}))
+    (tmp_path / "report.md").write_text(
+        "**Threshold chosen:** 2.36 s\n\n| 2 | baseline - 2,973.7 |\n| 3 | baseline - 7,387.1 |\n"
+    )
+    inputs = {
+        "threshold": str(tmp_path / "threshold.json"),
+        "order_check": str(tmp_path / "order.json"),
+        "pause_report": str(tmp_path / "report.md"),
+    }
+    got = errata.study_errata(inputs, published=["pause_report"])
+    published = errata.parse_pause_report((tmp_path / "report.md").read_text())
+    assert set(published) == {"threshold_s", "delta_bic_2", "delta_bic_3"}
+    expected = whole | {"order_dependence": summary} if ran else whole
+    want = errata.errata_table(errata.pause_rows(expected, published))
+    assert len(got) == 3
+    pd.testing.assert_frame_equal(got, want)
+    causes = set(got["cause_evidence"])
+    assert causes == ({"not reproducible", "error"} if ran else {"error"})
 
 
 def _judged(

@@ -242,10 +242,16 @@ def test_readme_counts_and_sentences_are_the_functions_output(table, results):
     assert sentences in readme, sentences
 
 
-def test_threshold_json_carries_the_order_check(results):
+def test_the_order_check_record_carries_the_order_check(results):
+    """The pause_order rule's record (threshold.json no longer holds the check: features does
+    not wait for it)."""
     import json
 
-    rec = json.loads((results / "pauses/threshold.json").read_text())
+    assert "order_dependence" not in json.loads((results / "pauses/threshold.json").read_text())
+    rec = json.loads((results / "pauses/order_dependence.json").read_text())
+    assert rec["run"] is True and set(rec["provenance"]["inputs"]) == {
+        "results/ingest/events.parquet"
+    }
     od = rec["order_dependence"]
     assert od["n_orders"] == 20
     pub = od["published_settings"]["crossing_s"]

@@ -69,3 +69,40 @@ def test_range_stability_by_hand():
     assert pauses._range_stable([2.35, 2.37, 2.36, 2.351])
     assert not pauses._range_stable([2.36, 2.36, 2.35, 2.38])
     assert not pauses._range_stable([float("nan")] * 4)
+
+
+def test_order_check_record_holds_the_summary_of_order_dependence():
+    """The pause_order rule's record: run True and order_dependence's own summary (the same
+    rows), which order_check_summary gives back as threshold.json used to hold it."""
+    gaps = _gaps(4, 900)
+    kw = dict(n_orders=1, seed=5, components=3, n_init=2, random_state=7)
+    rows, record = pauses.order_check(gaps, **kw)
+    want_rows, want = pauses.order_dependence(gaps, **kw)
+    assert record["run"] is True and "why" not in record
+    assert rows == want_rows and record["order_dependence"] == want
+    assert pauses.order_check_summary(record) == want
+
+
+@pytest.mark.parametrize(
+    ("gaps", "kw", "why"),
+    [
+        (_gaps(1, 200), {"n_orders": 3, "why_not": "the preset names no published fit"}, "preset"),
+        (_gaps(1, 200), {"n_orders": 0}, "n_orders is 0"),
+        (np.zeros(500), {"n_orders": 3}, "only 0 positive gaps"),
+        (np.array([]), {"n_orders": 3}, "only 0 positive gaps"),
+        (np.r_[np.zeros(100), _gaps(1, 29)], {"n_orders": 3}, "only 29 positive gaps"),
+    ],
+)
+def test_order_check_not_run_says_why_and_never_raises(gaps, kw, why):
+    rows, record = pauses.order_check(gaps, seed=0, components=3, **kw)
+    assert rows == [] and record["run"] is False and why in record["why"]
+    assert pauses.order_check_summary(record) is None
+    assert pauses.order_check_summary(None) is None
+
+
+def test_order_check_runs_at_the_smallest_mixture_size():
+    """Exactly 10 positive gaps per component: the fits' own minimum, so the check runs."""
+    rows, record = pauses.order_check(_gaps(6, 30), n_orders=1, seed=0, components=3, n_init=1)
+    od = record["order_dependence"]
+    assert record["run"] and od["n_published_orders"] >= pauses.MIN_PUBLISHED_ORDERS
+    assert len(rows) == (od["n_published_orders"] + 1) + (od["n_orders"] + 1)

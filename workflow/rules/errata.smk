@@ -1,6 +1,6 @@
 # Stage: errata. One row per published number that changes, from the workflow's own tables and
 # the preset's published files (he2026: Table 1, pause threshold, BT intervals, theme FDR).
-# DAG: ranking, table1, pauses, themes -> errata.
+# DAG: ranking, table1, pauses, pause_order, themes -> errata.
 
 
 # The preset's published files the errata compare with (absent keys: that cause is skipped).
@@ -48,6 +48,8 @@ if "pause_report" in ERRATA_PUBLISHED:
     ERRATA_INPUTS |= {
         "pause_report": ERRATA_PUBLISHED["pause_report"],
         "threshold": "results/pauses/threshold.json",
+        # the data-order check of the fits (rule pause_order): which evidence a row cites
+        "order_check": "results/pauses/order_dependence.json",
     }
 if "bt_published" in ERRATA_PUBLISHED:
     ERRATA_INPUTS |= {

@@ -402,9 +402,11 @@ def _behaviour_sentence(behaviour: str, g: pd.DataFrame, pcol: str, pname: str) 
 def pause_sentences(root: Path) -> list[str]:
     """Sentences on the pause threshold (``pauses/threshold.json``): the pause stage's own
     sentences when the record has them (``threshold_sentences``: the threshold chain), else the
-    threshold used and where it comes from; the number of gaps, the converged fit's check (how far the crossing
-    moved, agreement over random starts), the BIC improvements, and any degenerate component
-    or fallback the record reports."""
+    threshold used and where it comes from; the number of gaps, the converged fit's check (how
+    far the crossing moved, agreement over random starts), the BIC improvements, any
+    degenerate component or fallback the record reports, and the range of each fit's crossing
+    over the data-order check's random gap orders (``pauses/order_dependence.json``, when the
+    check ran)."""
     rec = _load_json(root / "pauses" / "threshold.json")
     if rec is None:
         return []
@@ -452,7 +454,10 @@ def pause_sentences(root: Path) -> list[str]:
         out.append("Converged fit (EM run to convergence): " + "; ".join(bits) + ".")
     if not given:  # the chain's sentences say how a collapsed component was handled
         out += _degenerate_sentences(rec)
-    order = rec.get("order_dependence") or {}
+    from nonolab.stats.pauses import order_check_summary  # scikit-learn: only when needed
+
+    # the data-order check's own record (rule pause_order), beside threshold.json
+    order = order_check_summary(_load_json(root / "pauses" / "order_dependence.json")) or {}
     for name, label in (
         ("converged", "converged fit"),
         ("published_settings", "published-settings fit"),

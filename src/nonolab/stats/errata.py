@@ -1354,9 +1354,11 @@ def study_errata(
 ) -> pd.DataFrame:
     """Return the errata table (:func:`errata_table`) of a study from the files the workflow's
     ``errata`` rule names in ``inputs``: Table 1 (``published`` holds ``table1``), the pause
-    fit (``pause_report``), the BT intervals (``bt_strengths``), every table of ``aligned``
-    (:data:`ALIGNED_TABLES`; inputs ``<key>`` = the published file, ``ours_<key>`` = nonolab's
-    table), the theme FDR family and the count of ordered selections served."""
+    fit (``pause_report``; ``threshold`` = threshold.json and ``order_check`` = the data-order
+    check's record, whose summary becomes the record's ``order_dependence``), the BT intervals
+    (``bt_strengths``), every table of ``aligned`` (:data:`ALIGNED_TABLES`; inputs ``<key>`` =
+    the published file, ``ours_<key>`` = nonolab's table), the theme FDR family and the count
+    of ordered selections served."""
     rows: list[dict] = []
     if "table1" in published:
         erratum = read_csv(inputs["table1_erratum"])
@@ -1364,6 +1366,14 @@ def study_errata(
     if "pause_report" in published:
         with open(inputs["threshold"], encoding="utf-8") as fh:
             record = json.load(fh)
+        if inputs.get("order_check"):  # the data-order check's own record (rule pause_order)
+            from nonolab.stats.pauses import order_check_summary
+
+            with open(inputs["order_check"], encoding="utf-8") as fh:
+                summary = order_check_summary(json.load(fh))
+            record.pop("order_dependence", None)
+            if summary is not None:
+                record["order_dependence"] = summary
         with open(inputs["pause_report"], encoding="utf-8") as fh:
             published_pauses = parse_pause_report(fh.read())
         log(f"published pause numbers: {published_pauses}")

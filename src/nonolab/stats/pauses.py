@@ -27,6 +27,8 @@ from scipy.stats import norm
 from sklearn.cluster import KMeans
 from sklearn.exceptions import ConvergenceWarning
 
+from nonolab.stats.lmm import _single_thread_blas
+
 
 @dataclass(frozen=True)
 class PauseModel:
@@ -152,11 +154,14 @@ def _m_step(
     return nk, means, variances
 
 
-def _e_step(x: np.ndarray, m: _Mixture, out: np.ndarray | None = None) -> tuple[float, np.ndarray]:
+def _e_step(
+    x: np.ndarray, m: _Mixture, out: np.ndarray | None = None, rows: np.ndarray | None = None
+) -> tuple[float, np.ndarray]:
     """Return ``(mean log-likelihood per point, responsibilities)`` (components x points, in
     ``out`` when given) of ``m`` on ``x``: the weighted log-densities in scikit-learn's
     expression (``y = x * p - mu * p`` with ``p = 1/sd``, its precision Cholesky factor), then a
-    max-shifted log-sum-exp, in place in one components x points array."""
+    max-shifted log-sum-exp, in place in one components x points array; ``rows``: a 2 x points
+    scratch array for the per-point maximum and total (the same numbers, no allocation)."""
     pc = 1.0 / np.sqrt(m.variances)
     z = np.multiply(x[None, :], pc[:, None], out=out)
     z -= (m.means * pc)[:, None]
@@ -164,12 +169,13 @@ def _e_step(x: np.ndarray, m: _Mixture, out: np.ndarray | None = None) -> tuple[
     z += _LOG_2PI
     z *= -0.5
     z += (np.log(pc) + np.log(m.weights))[:, None]
-    top = z.max(axis=0)
+    top, total = (None, None) if rows is None else rows
+    top = z.max(axis=0, out=top)
     z -= top
     np.exp(z, out=z)
-    total = z.sum(axis=0)
+    total = z.sum(axis=0, out=total)
     z /= total
-    return float(np.mean(top + np.log(total))), z
+    return float(np.mean(np.add(top, np.log(total, out=total), out=top))), z
 
 
 #: scikit-learn KMeans's defaults that :func:`_kmeans_labels` keeps.
@@ -286,9 +292,10 @@ def _em(x: np.ndarray, start: _Mixture, tol: float, max_iter: int) -> _Mixture:
     """
     m, lower = start, start.lower_bound
     resp, work = np.empty((2, len(start.means), len(x)))  # reused: kept in cache
+    rows = np.empty((2, len(x)))
     for n_iter in range(1, max_iter + 1):
         prev = lower
-        lower, _ = _e_step(x, m, out=resp)
+        lower, _ = _e_step(x, m, out=resp, rows=rows)
         nk, means, variances = _m_step(x, resp, work)
         converged = abs(lower - prev) < tol
         m = _Mixture(nk / nk.sum(), means, variances, lower, n_iter, converged, tol)
@@ -520,6 +527,7 @@ def _fit_models(
     )
 
 
+@_single_thread_blas
 def fit_pause_model(
     gaps_s: Sequence[float] | np.ndarray,
     max_components: int = 3,
@@ -558,6 +566,7 @@ def largest_mixture_crossing_s(
     return float(np.exp(_crossing_log(m)))
 
 
+@_single_thread_blas
 def fit_converged_pause_model(
     gaps_s: Sequence[float] | np.ndarray,
     max_components: int = 3,
@@ -598,6 +607,7 @@ def _converged_settings(opts: dict) -> tuple[float, int, dict]:
     return float(opts.get("tol", CONVERGED_EM_TOL)), int(opts.get("max_iter", 5000)), verify
 
 
+@_single_thread_blas
 def random_state_check(
     gaps_s: Sequence[float] | np.ndarray,
     model: PauseModel,
@@ -1127,6 +1137,7 @@ def crossing_interval(
     return out | {"low_s": lo, "high_s": hi, "se_log": se, "decimals": int(decimals)}
 
 
+@_single_thread_blas
 def pause_threshold(
     gaps_s: Sequence[float] | np.ndarray,
     *,
@@ -1505,6 +1516,7 @@ def _range_stable(values: Sequence[float], decimals: int = 3) -> bool:
     ) and round(float(np.nanmax(half)), decimals) == round(float(np.nanmax(v)), decimals)
 
 
+@_single_thread_blas
 def order_dependence(
     gaps_s: Sequence[float] | np.ndarray,
     *,
@@ -1640,3 +1652,58 @@ def _order_rows(
             }
         )
     return rows
+
+
+def order_check(
+    gaps_s: Sequence[float] | np.ndarray,
+    *,
+    n_orders: int,
+    seed: int,
+    components: int = 3,
+    n_init: int = 10,
+    random_state: int = 42,
+    converged: dict | None = None,
+    why_not: str | None = None,
+) -> tuple[list[dict], dict]:
+    """Run the data-order check (:func:`order_dependence`, same keyword arguments) of the pause
+    fits on the gaps ``gaps_s`` (seconds, in the order they are read in) unless it cannot or
+    should not run, and return ``(rows, record)``.
+
+    ``rows``: those of :func:`order_dependence` (empty when not run). ``record`` (the JSON of
+    ``results/pauses/order_dependence.json`` without provenance): ``run`` True and
+    ``order_dependence`` (its summary), or ``run`` False and ``why``: ``why_not`` when given
+    (e.g. the study's preset names no published fit), else no orders asked for (``n_orders``
+    0), no gaps, or too few positive gaps for a ``components``-mixture (fewer than 10 per
+    component, as :func:`fit_pause_model` requires). Never raises for a valid study."""
+    gaps = np.asarray(gaps_s, dtype=float)
+    n_pos = int((gaps > 0).sum())
+    why = why_not
+    if why is None and int(n_orders) <= 0:
+        why = "pauses.order_check.n_orders is 0"
+    if why is None and n_pos < 10 * int(components):
+        why = (
+            f"only {n_pos} positive gaps: too few for a {int(components)}-component mixture "
+            f"(at least {10 * int(components)})"
+        )
+    if why is not None:
+        return [], {"run": False, "why": why}
+    rows, summary = order_dependence(
+        gaps,
+        n_orders=int(n_orders),
+        seed=int(seed),
+        components=components,
+        n_init=n_init,
+        random_state=random_state,
+        converged=converged,
+    )
+    return rows, {"run": True, "order_dependence": summary}
+
+
+def order_check_summary(record: Mapping | None) -> dict | None:
+    """Return the summary of :func:`order_dependence` held by a data-order check record
+    (:func:`order_check`, ``results/pauses/order_dependence.json``): the ``order_dependence``
+    value, as ``threshold.json`` held it before the check had its own rule; None when the
+    record is None or says the check did not run."""
+    if not record or not record.get("run"):
+        return None
+    return dict(record.get("order_dependence") or {}) or None
