@@ -36,15 +36,15 @@ ROOT = Path(__file__).resolve().parents[1]
 HEAVY = ("pandera", "jsonschema", "scipy.stats", "statsmodels", "sklearn", "matplotlib")
 
 
-def _loaded(code: str) -> list[str]:
-    """Return which of HEAVY are in ``sys.modules`` after running ``code`` in a fresh Python."""
-    probe = (
-        f"import json, sys\n{code}\nprint(json.dumps([m for m in {HEAVY!r} if m in sys.modules]))"
-    )
+def _loaded(*steps: str) -> list[list[str]]:
+    """Return which of HEAVY are in ``sys.modules`` after each of ``steps`` (code run one after
+    the other in one fresh Python)."""
+    report = f"print(json.dumps([m for m in {HEAVY!r} if m in sys.modules]))"
+    probe = "\n".join(["import json, sys", *(f"{step}\n{report}" for step in steps)])
     out = subprocess.run(
         [sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, check=True
     )
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    return [json.loads(line) for line in out.stdout.strip().splitlines()[-len(steps) :]]
 
 
 def test_modules_every_job_imports_pull_in_no_heavy_library():
@@ -58,7 +58,7 @@ def test_modules_every_job_imports_pull_in_no_heavy_library():
             "import nonolab.report.captions",
         ]
     )
-    assert _loaded(code) == []
+    assert _loaded(code) == [[]]
 
 
 def test_stats_modules_import_scipy_stats_statsmodels_and_sklearn_where_used():
@@ -66,9 +66,8 @@ def test_stats_modules_import_scipy_stats_statsmodels_and_sklearn_where_used():
     sensitivity jobs take from them) loads none of scipy.stats, statsmodels or scikit-learn;
     calling a function that needs one loads it."""
     code = "import nonolab.stats.correlations, nonolab.stats.themes, nonolab.stats.expertise"
-    assert _loaded(code) == []
-    called = code + "\nnonolab.stats.correlations.bh_fdr([0.01, 0.2])"
-    assert _loaded(called) == ["scipy.stats", "statsmodels"]
+    called = "nonolab.stats.correlations.bh_fdr([0.01, 0.2])"
+    assert _loaded(code, called) == [[], ["scipy.stats", "statsmodels"]]
 
 
 #: the scripts whose own top-level imports must stay free of a heavy library (figure scripts
@@ -96,29 +95,28 @@ def _top_level_imports(script: Path) -> str:
 @pytest.mark.slow
 @pytest.mark.parametrize("script", sorted(LIGHT_SCRIPTS))
 def test_light_job_scripts_import_only_what_they_use(script):
-    assert _loaded(_top_level_imports(ROOT / "scripts" / script)) == list(LIGHT_SCRIPTS[script])
+    loaded = _loaded(_top_level_imports(ROOT / "scripts" / script))
+    assert loaded == [list(LIGHT_SCRIPTS[script])]
 
 
-def test_every_reader_of_tables_imports_schemas_without_pandera():
+def test_every_reader_of_tables_imports_schemas_without_pandera(tmp_path):
     """The jobs read tables through nonolab.study.schemas: a valid table read back does not
     import pandera; a bad one does and is refused as before."""
     code = "\n".join(
         [
-            "import sys, tempfile, pandas as pd",
+            "import pandas as pd",
             "from pathlib import Path",
             "from nonolab.study.schemas import read_table, write_checked_table",
             "row = dict(puzzle_hash='h', puzzle_id='007', encoding='block_start',",
             "           solver='cadical195', variables=1, clauses=2, decisions=3,",
             "           propagations=4, conflicts=0, restarts=0, status='SAT')",
-            "p = Path(tempfile.mkdtemp()) / 'm.csv'",
+            f"p = Path({str(tmp_path / 'm.csv')!r})",
             "write_checked_table(pd.DataFrame([row]), p, 'sat_metrics')",
             "assert read_table(p, 'sat_metrics').loc[0, 'puzzle_id'] == '007'",
         ]
     )
-    assert _loaded(code) == []
     bad = "\n".join(
         [
-            code,
             "try:",
             "    write_checked_table(pd.DataFrame([row | {'conflicts': -1}]), p, 'sat_metrics')",
             "except ValueError as e:",
@@ -127,7 +125,7 @@ def test_every_reader_of_tables_imports_schemas_without_pandera():
             "    raise AssertionError('a negative conflict count was written')",
         ]
     )
-    assert _loaded(bad) == ["pandera"]
+    assert _loaded(code, bad) == [[], ["pandera"]]
 
 
 # --- the plain check never accepts what pandera refuses --------------------------------------
