@@ -18,8 +18,6 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 import pandas as pd
-from scipy import stats
-from statsmodels.stats.multitest import multipletests
 
 from nonolab.core.undefined import (
     CONSTANT_DIFFICULTY,
@@ -71,6 +69,8 @@ def spearman_permutation_p(
     ties in ``|rho|`` are counted without a floating-point tolerance. NaN when either variable
     is constant or there are fewer than 2 pairs.
     """
+    from scipy import stats
+
     x = np.asarray(x, dtype=float)
     y = np.asarray(y, dtype=float)
     if x.shape != y.shape or x.ndim != 1:
@@ -166,6 +166,8 @@ def aligned_metrics(
 def _spearman(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
     """Spearman (rho, two-sided p); (NaN, NaN) when either variable is constant or there are
     fewer than 2 pairs."""
+    from scipy import stats
+
     if len(x) < 2 or np.ptp(x) == 0 or np.ptp(y) == 0:
         return float("nan"), float("nan")
     res = stats.spearmanr(x, y)
@@ -205,6 +207,8 @@ def strengths_undefined(strengths: pd.DataFrame) -> str:
 def bh_fdr(p: Sequence[float] | pd.Series) -> np.ndarray:
     """Return Benjamini-Hochberg adjusted p-values (statsmodels ``fdr_bh``) over the finite
     entries of ``p``, in input order; NaN entries stay NaN and are not counted."""
+    from statsmodels.stats.multitest import multipletests
+
     p = np.asarray(p, dtype=float)
     out = np.full(p.shape, np.nan)
     ok = np.isfinite(p)

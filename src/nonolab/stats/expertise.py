@@ -16,8 +16,6 @@ from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
-from scipy import stats
-from sklearn.decomposition import PCA
 
 from nonolab.stats.correlations import bh_fdr
 from nonolab.study.ingest import EXPERTISE_ITEMS
@@ -109,6 +107,8 @@ def principal_components(
     in the published diagnostics. scikit-learn ``PCA`` on the z-scores (population SD). None
     when undefined: fewer than 2 complete participants, or an item constant over them.
     """
+    from sklearn.decomposition import PCA
+
     x = _z(items.dropna())
     if len(x) < 2 or not np.isfinite(x.to_numpy()).all():
         return None
@@ -152,6 +152,8 @@ def diagnostics(items: pd.DataFrame, composite: pd.Series) -> pd.DataFrame:
     participant count and the count with at least one item missing; Spearman rho and two-sided
     p of the composite with the PC1 score (complete participants). Undefined values are NaN.
     """
+    from scipy import stats
+
     try:
         alpha = cronbach_alpha(items)
     except ValueError:
@@ -208,6 +210,8 @@ def expertise_correlations(
     ``p`` (two-sided, scipy), ``n`` (participants) and ``p_fdr`` (Benjamini-Hochberg over the
     outcomes of the table, as the published ``spearman_p_fdr``).
     """
+    from scipy import stats
+
     outcomes = DEFAULT_OUTCOMES if outcomes is None else outcomes
     rows = []
     for label, col in outcomes.items():

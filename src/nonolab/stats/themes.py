@@ -14,7 +14,6 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from nonolab.stats.correlations import bh_fdr
 from nonolab.study.codebook import coded_puzzle_label, out_of_range_rating
@@ -140,6 +139,8 @@ def mann_whitney(present: Sequence[float], absent: Sequence[float]) -> dict[str,
     """Return the two-sided Mann-Whitney U test of ``present`` vs ``absent`` (scipy, asymptotic
     with tie and continuity correction when scipy chooses so): ``u`` (present group's U),
     ``p`` and ``rank_biserial``."""
+    from scipy import stats
+
     x = np.asarray(present, dtype=float)
     y = np.asarray(absent, dtype=float)
     res = stats.mannwhitneyu(x, y, alternative="two-sided")
@@ -337,6 +338,8 @@ def _signed_rank(d: np.ndarray):
     """Wilcoxon signed-rank test of ``d`` against 0 as R's ``wilcox.test`` does by default:
     zero differences dropped; exact below 50 non-zero differences without ties or zeros, else
     the normal approximation with tie and continuity correction (scipy ``wilcoxon``)."""
+    from scipy import stats
+
     nonzero = d[d != 0]
     exact = len(nonzero) < 50 and len(np.unique(np.abs(nonzero))) == len(nonzero)
     exact = exact and len(nonzero) == len(d)
@@ -370,6 +373,8 @@ def theme_behaviour_tests(
     W-), positive = more when named), ``w``, ``p`` and ``p_fdr`` (Benjamini-Hochberg over every
     test of the table: the family is all themes x behaviours). Fewer than ``min_pairs`` pairs:
     no test (NaN, outside the family)."""
+    from scipy import stats
+
     missing = [b for b in behaviours if b not in attempts.columns]
     if missing:
         raise ValueError(f"attempts table lacks behaviour column(s) {missing}")

@@ -32,7 +32,6 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import Any
 
-import jsonschema
 import yaml
 
 from nonolab.core.hashing import file_sha256
@@ -172,6 +171,8 @@ def load_preset(path: str | Path) -> Preset:
 
     Raises :class:`StudyError` naming the file and the offending key.
     """
+    import jsonschema  # here: every job imports this module; only loading a preset validates
+
     path = Path(path)
     data = _extended(path, _read_preset_yaml(path), (path.resolve(),))
     try:

@@ -18,16 +18,18 @@ from __future__ import annotations
 import os
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
-import pandera.pandas as pa
 import yaml
-from pandera.errors import SchemaError, SchemaErrorReason, SchemaErrors
 
 from nonolab.core.tables import csv_read_options, is_text_column, restore_cells, write_table
 from nonolab.study.presets import SCHEMA_DIR
+
+if TYPE_CHECKING:  # pandera is imported where a table fails the plain check (validate_table)
+    import pandera.pandas as pa
+    from pandera.errors import SchemaError, SchemaErrors
 
 
 class TableSchemaError(ValueError):
@@ -188,6 +190,8 @@ def _boolean(s: pd.Series) -> bool:
 
 @cache
 def _pandera(name: str, mode: Mode) -> pa.DataFrameSchema:
+    import pandera.pandas as pa
+
     schema = table_schema(name)
     optional = set(schema.get("x-optional", ()))
     cols = {}
@@ -221,26 +225,80 @@ def validate_table(df: pd.DataFrame, name: str, *, mode: Mode = "coerced") -> No
     "coerced": as :func:`coerce_table` makes them; "read": as :func:`read_table` reads them;
     "write": only the values, as they will be written); no
     missing values in non-nullable columns; ``enum``, ``minimum`` and ``maximum``; unique keys.
+
+    A table that meets every rule in the plain pandas check :func:`meets_schema` is accepted
+    without pandera (importing pandera costs a job about 0.2 s of CPU); any other table is
+    judged, and its error worded, by pandera.
     """
+    if meets_schema(df, name, mode=mode):
+        return
+    from pandera.errors import SchemaError, SchemaErrors
+
     try:
         _pandera(name, mode).validate(df.reset_index(drop=True))
     except (SchemaError, SchemaErrors) as e:
         raise TableSchemaError(f"table {name}: {_explain(e, df, name)}") from e
 
 
-_COLUMN_REASONS = {
-    SchemaErrorReason.COLUMN_NOT_IN_DATAFRAME,
-    SchemaErrorReason.COLUMN_NOT_IN_SCHEMA,
-    SchemaErrorReason.COLUMN_NOT_ORDERED,
-}
+def meets_schema(df: pd.DataFrame, name: str, *, mode: Mode = "coerced") -> bool:
+    """Return True when ``df`` meets every rule :func:`validate_table` checks for table ``name``
+    in ``mode`` (the columns in order, dtypes, no missing values where not nullable, ``enum`` /
+    ``minimum`` / ``maximum`` on the values present, unique keys), checked with pandas alone.
+
+    False means "not shown to meet them" (a rule fails, or a check could not be evaluated): the
+    caller asks pandera, which decides. Never True for a table pandera refuses
+    (``tests/test_import_cost.py`` generates tables to check this).
+    """
+    try:
+        return _meets_schema(df, name, mode)
+    except Exception:  # noqa: BLE001 (anything unexpected: let pandera decide)
+        return False
+
+
+def _meets_schema(df: pd.DataFrame, name: str, mode: Mode) -> bool:
+    schema = table_schema(name)
+    props = schema["properties"]
+    optional = set(schema.get("x-optional", ()))
+    if list(df.columns) != [c for c in props if c not in optional or c in df.columns]:
+        return False
+    for col, prop in props.items():
+        if col not in df.columns:
+            continue
+        s = df[col]
+        typ, nullable = _types(prop)
+        dtype = _dtype(prop, mode)
+        if dtype is not None and str(s.dtype) != dtype:
+            return False
+        missing = s.isna()
+        if missing.any() and not nullable:
+            return False
+        present = s[~missing]
+        if "enum" in prop and not present.isin(prop["enum"]).all():
+            return False
+        if "minimum" in prop and not bool((present >= prop["minimum"]).all()):
+            return False
+        if "maximum" in prop and not bool((present <= prop["maximum"]).all()):
+            return False
+        check = {"integer": _whole, "number": _numeric, "boolean": _boolean}.get(typ)
+        if dtype is None and check is not None and not check(s):
+            return False
+    unique = schema.get("x-unique")
+    return not (unique and df.duplicated(subset=unique).any())
 
 
 def _explain(e: SchemaError | SchemaErrors, df: pd.DataFrame, name: str) -> str:
     """Return pandera's finding in the terms of the schema file: the columns against the
     declared ones, the column with missing values, or the duplicated key; else pandera's text."""
+    from pandera.errors import SchemaErrorReason, SchemaErrors
+
+    column_reasons = {
+        SchemaErrorReason.COLUMN_NOT_IN_DATAFRAME,
+        SchemaErrorReason.COLUMN_NOT_IN_SCHEMA,
+        SchemaErrorReason.COLUMN_NOT_ORDERED,
+    }
     errors = e.schema_errors if isinstance(e, SchemaErrors) else [e]
     reasons = {err.reason_code for err in errors}
-    if reasons & _COLUMN_REASONS:
+    if reasons & column_reasons:
         return f"columns {list(df.columns)} != schema {columns(name)}"
     nulls = [err for err in errors if err.reason_code == SchemaErrorReason.SERIES_CONTAINS_NULLS]
     if nulls:
@@ -316,6 +374,7 @@ __all__ = [
     "TableSchemaError",
     "coerce_table",
     "columns",
+    "meets_schema",
     "read_csv",
     "read_table",
     "table_schema",
