@@ -44,9 +44,12 @@ def snakemake(
     """Run :func:`snakemake_command` (same arguments) in ``cwd``; return the finished process
     (stdout and stderr as text). The caller checks ``returncode``.
 
-    ``directory`` (Snakemake's working directory, where it keeps ``.snakemake/``) is required:
-    a test never runs the workflow in the checkout, which stays as it was cloned."""
-    if kw.get("directory") is None:
-        raise ValueError("snakemake(): give a directory (a temporary folder), not the checkout")
+    Snakemake's working directory (``directory``, else ``cwd``: where it keeps ``.snakemake/``)
+    must be outside the checkout, which a test leaves as it was cloned."""
+    work = Path(kw.get("directory") or cwd).resolve()
+    if work == REPO or REPO in work.parents:
+        raise ValueError(
+            f"snakemake(): working directory {work} is in the checkout; give a temp one"
+        )
     cmd = snakemake_command(*targets, **kw)  # type: ignore[arg-type]
     return subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=timeout)

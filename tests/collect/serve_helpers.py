@@ -110,6 +110,10 @@ def join(client: Any) -> str:
     return r.json()["url"].rsplit("/", 1)[1]
 
 
+#: Seconds a started server has to answer its first request.
+START_TIMEOUT_S = 120
+
+
 class Server:
     """``nonolab serve`` in a child process on a free port (start, kill -9, start again)."""
 
@@ -136,7 +140,9 @@ class Server:
         )  # fmt: skip
         import httpx
 
-        deadline = time.monotonic() + 30
+        # generous: on a loaded 2-core machine (two test workers, Snakemake jobs) the server's
+        # imports alone can take tens of seconds
+        deadline = time.monotonic() + START_TIMEOUT_S
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"server exited: {self.proc.stderr.read().decode()[-2000:]}")
@@ -145,7 +151,8 @@ class Server:
                     return
             except httpx.HTTPError:
                 time.sleep(0.1)
-        raise RuntimeError("server did not start within 30 s")
+        self.kill()  # a server that never answered is not left running
+        raise RuntimeError(f"server did not start within {START_TIMEOUT_S} s")
 
     def kill(self) -> None:
         """Kill the server at once (SIGKILL: no shutdown, as a crash)."""
