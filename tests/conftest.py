@@ -60,8 +60,13 @@ settings.load_profile("explore" if _truthy("NONOLAB_EXPLORE") else "deterministi
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Tests marked ``slow`` run only when asked for: ``-m slow`` (or any marker expression
-    naming ``slow``) or ``NONOLAB_SLOW=1``; otherwise they are skipped with that reason."""
+    naming ``slow``) or ``NONOLAB_SLOW=1`` (their files then run first); otherwise they are
+    skipped with that reason."""
     if "slow" in (config.getoption("markexpr") or "") or _truthy("NONOLAB_SLOW"):
+        # files with slow tests first: each test worker takes whole files in this order, so the
+        # longest runs start early and short files fill the end instead of one worker idling
+        slow_files = {item.path for item in items if "slow" in item.keywords}
+        items.sort(key=lambda item: item.path not in slow_files)
         return
     skip = pytest.mark.skip(reason="slow: run with -m slow or NONOLAB_SLOW=1")
     for item in items:
