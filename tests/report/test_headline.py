@@ -174,10 +174,15 @@ def test_pause_sentences_read_the_order_check_from_its_own_record(tmp_path):
     (tmp_path / "pauses" / "threshold.json").write_text(json.dumps(rec))
     summary = {
         "n_orders": 20,
+        "n_published_orders": 80,
         "published_settings": {
+            "n_orders": 80,
             "crossing_s": {"input_order": 2.356, "min": 2.3494, "max": 2.38},
         },
-        "converged": {"crossing_s": {"input_order": 1.5174, "min": 1.5174, "max": 1.5174}},
+        "converged": {
+            "n_orders": 20,
+            "crossing_s": {"input_order": 1.5174, "min": 1.5174, "max": 1.5174},
+        },
     }
     order = tmp_path / "pauses" / "order_dependence.json"
     assert not any("Data order" in s for s in headline.pause_sentences(tmp_path))
@@ -186,7 +191,7 @@ def test_pause_sentences_read_the_order_check_from_its_own_record(tmp_path):
     assert said == [
         "Data order: over 20 random orders of the same gaps the converged fit's crossing stays "
         "at 1.517 s (file order: 1.517 s).",
-        "Data order: over 20 random orders of the same gaps the published-settings fit's "
+        "Data order: over 80 random orders of the same gaps the published-settings fit's "
         "crossing ranges from 2.349 to 2.38 s (file order: 2.356 s).",
     ]
     order.write_text(json.dumps({"run": False, "why": "no published fit", "provenance": {}}))

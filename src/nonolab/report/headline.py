@@ -462,12 +462,14 @@ def pause_sentences(root: Path) -> list[str]:
         ("converged", "converged fit"),
         ("published_settings", "published-settings fit"),
     ):
-        cross = (order.get(name) or {}).get("crossing_s") or {}
+        fit = order.get(name) or {}
+        cross = fit.get("crossing_s") or {}
         if "min" in cross:
             lo, hi = fmt(cross["min"], 4), fmt(cross["max"], 4)
             moves = f"stays at {lo} s" if lo == hi else f"ranges from {lo} to {hi} s"
+            n = fit.get("n_orders", order.get("n_orders"))  # each fit's own count of orders
             out.append(
-                f"Data order: over {order.get('n_orders')} random orders of the same gaps the "
+                f"Data order: over {n} random orders of the same gaps the "
                 f"{label}'s crossing {moves} (file order: {fmt(cross.get('input_order'), 4)} s)."
             )
     return out
